@@ -1,0 +1,141 @@
+/*
+ * abar_internal.h - the private layout of abar_t and the state-word encoding.
+ *
+ * One 64-bit state word holds everything an arrival must change atomically:
+ *
+ *   bits  0..19  pending   arrivals still expected in this phase (0: completing)
+ *   bits 20..39  drops     arrive_and_drop calls counted in this phase
+ *   bit  40      PARKED    some waiter may sleep on the futex word
+ *   bit  41      CANCELLED abar_cancel ran (sticky)
+ *   bit  42      FINISHED  every participant dropped: no later phase
+ *   bits 43..63  phase     the phase number modulo 2^21
+ *
+ * The full 64-bit phase lives in `phase`; the completer stores phase+1 there
+ * just before the release, so at any moment phase ∈ {S, S+1} where S is the
+ * phase the state word names (abar__snapshot pins S exactly).
+ */
+#ifndef ABAR_INTERNAL_H
+#define ABAR_INTERNAL_H
+
+#include "abar.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define ABAR__MAGIC_LIVE 0x61626172u /* "abar" */
+#define ABAR__MAGIC_DEAD 0x64656164u /* "dead" */
+
+#define ST_PENDING_BITS 20
+#define ST_PENDING_MASK ((UINT64_C(1) << ST_PENDING_BITS) - 1)
+#define ST_DROP_SHIFT   20
+#define ST_DROP_ONE     (UINT64_C(1) << ST_DROP_SHIFT)
+#define ST_DROP_MASK    (ST_PENDING_MASK << ST_DROP_SHIFT)
+#define ST_PARKED       (UINT64_C(1) << 40)
+#define ST_CANCELLED    (UINT64_C(1) << 41)
+#define ST_FINISHED     (UINT64_C(1) << 42)
+#define ST_PHASE_SHIFT  43
+#define ST_PHASE_BITS   21
+#define ST_PHASE_MASK   ((UINT64_C(1) << ST_PHASE_BITS) - 1)
+
+static inline uint32_t st_pending(uint64_t s) { return (uint32_t)(s & ST_PENDING_MASK); }
+static inline uint32_t st_drops(uint64_t s) { return (uint32_t)((s & ST_DROP_MASK) >> ST_DROP_SHIFT); }
+static inline uint64_t st_phase(uint64_t s) { return s >> ST_PHASE_SHIFT; }
+static inline uint64_t phase_lo(uint64_t p) { return p & ST_PHASE_MASK; }
+static inline uint64_t st_make(uint64_t phase, uint32_t pending, uint64_t flags)
+{
+    return (phase_lo(phase) << ST_PHASE_SHIFT) | flags | pending;
+}
+/* The last arrival has been counted; the completer owns the phase until its release. */
+static inline bool st_completing(uint64_t s)
+{
+    return st_pending(s) == 0 && !(s & ST_FINISHED);
+}
+
+struct abar_impl {
+    /* line 0: written on every phase */
+    _Atomic uint64_t state;   /* see above */
+    _Atomic uint64_t phase;   /* full phase; S or S+1 (completer publishes it first) */
+    _Atomic uint32_t futex;   /* low 32 bits of `phase`: the word parked waiters sleep on */
+    _Atomic uint32_t inside;  /* threads blocked in a wait: destroy is EBUSY while > 0 */
+    char pad0[64 - 24];
+    /* line 1: written at init (and by the completer when drops change `expected`) */
+    _Atomic uint32_t magic;
+    uint32_t flags;           /* ABAR_PSHARED | ABAR_WAIT_* */
+    _Atomic uint32_t expected;/* this phase's expected count; only completers write it */
+    uint32_t spare;
+    uint64_t ident;           /* identity carried by tokens; new at every init */
+    abar_completion_fn *completion;
+    void *arg;
+};
+
+_Static_assert(sizeof(struct abar_impl) <= sizeof(abar_t), "abar_t too small");
+_Static_assert(_Alignof(abar_t) >= 64, "abar_t must be cache-line aligned");
+
+static inline struct abar_impl *impl(abar_t *b) { return (struct abar_impl *)(void *)b; }
+
+static inline abar_token_t tok_make(uint64_t phase, uint64_t ident)
+{
+    return (abar_token_t){ .raw = phase, .id = ident };
+}
+static inline abar_token_t tok_error(int err)
+{
+    return (abar_token_t){ .raw = (uint64_t)err, .id = 0 };
+}
+
+/* Returns true (and the impl) if b points at a live barrier. */
+static inline struct abar_impl *abar__live(abar_t *b)
+{
+    if (b == NULL) return NULL;
+    struct abar_impl *bi = impl(b);
+    /* relaxed: magic changes only at init and destroy, which the caller must
+     * not race with calls (beyond what EBUSY detects). */
+    if (atomic_load_explicit(&bi->magic, memory_order_relaxed) != ABAR__MAGIC_LIVE)
+        return NULL;
+    return bi;
+}
+
+/* Reads the state word and the exact phase S it names. */
+static inline uint64_t abar__snapshot(struct abar_impl *b, uint64_t *sp)
+{
+    for (;;) {
+        /* acquire pairs with the completer's release store of phase: if we see
+         * S+1 here, the completer's pending→0 CAS is visible to the load below,
+         * so phase can never run ahead of the state by more than one. */
+        uint64_t ph = atomic_load_explicit(&b->phase, memory_order_acquire);
+        /* acquire pairs with every release CAS on state (arrivals, release). */
+        uint64_t s = atomic_load_explicit(&b->state, memory_order_acquire);
+        /* phase is monotonic: equal reads mean it held still around the load of s. */
+        if (atomic_load_explicit(&b->phase, memory_order_relaxed) == ph) {
+            *sp = s;
+            return phase_lo(ph) == st_phase(s) ? ph : ph - 1;
+        }
+    }
+}
+
+/* ---- shared between the source files ------------------------------------- */
+extern _Thread_local const struct abar_impl *abar__completing; /* inside a completion */
+void abar__complete(struct abar_impl *b, uint64_t phase, uint64_t s);
+
+/* futex.c */
+void abar__futex_wake_all(_Atomic uint32_t *word, bool pshared);
+int abar__futex_wait(_Atomic uint32_t *word, uint32_t val, bool pshared,
+                     const struct timespec *abstime);
+uint64_t abar__spin_ns(void);
+unsigned abar__ncpu(void);
+uint64_t abar__now_ns(void);
+static inline void abar__pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+/* Test hook: start a freshly initialised barrier at a chosen phase. */
+int abar__test_set_phase(abar_t *b, uint64_t phase);
+
+#endif

@@ -1,0 +1,79 @@
+/* arrive.c - counting arrivals, and completing a phase. */
+#include "abar_internal.h"
+
+#include <errno.h>
+
+_Thread_local const struct abar_impl *abar__completing;
+
+/* Counts n arrivals (one of them a drop if `drop`) in the current phase.
+ * Returns the token; *completed tells whether this call completed the phase. */
+static abar_token_t arrive(abar_t *b, uint32_t n, bool drop)
+{
+    struct abar_impl *bi = abar__live(b);
+    if (bi == NULL || n == 0) return tok_error(EINVAL);
+    uint64_t ident = bi->ident;
+    uint64_t s, ns;
+    uint64_t p = abar__snapshot(bi, &s);
+    for (;;) {
+        if (s & (ST_CANCELLED | ST_FINISHED)) return tok_error(ECANCELED);
+        /* More than the phase still expects (or a completion is running):
+         * refused whole, nothing counted. */
+        if (n > st_pending(s)) return tok_error(EINVAL);
+        ns = s - n + (drop ? ST_DROP_ONE : 0);
+        /* acq_rel: release publishes this thread's writes to whoever completes
+         * the phase (all arrivals form one release sequence on `state`);
+         * acquire makes the earlier arrivals' writes visible in case this is
+         * the completing arrival. */
+        if (atomic_compare_exchange_weak_explicit(&bi->state, &s, ns,
+                                                  memory_order_acq_rel,
+                                                  memory_order_acquire))
+            break;
+        /* s was reloaded; if the phase moved on, pin the new one exactly. */
+        if (st_phase(s) != phase_lo(p)) p = abar__snapshot(bi, &s);
+    }
+    if (st_pending(ns) == 0) abar__complete(bi, p, ns);
+    return tok_make(p, ident);
+}
+
+/* The last arrival of phase p: run the completion, reset, advance, release.
+ * Until the release no arrival can be counted (pending is 0), so the fields
+ * below are ours alone.  After the release this function must not touch the
+ * barrier: a released waiter may destroy and free it at once. */
+void abar__complete(struct abar_impl *b, uint64_t p, uint64_t s)
+{
+    /* A phase whose last arrival was counted completes even if abar_cancel
+     * runs meanwhile: the cancel is ordered after that arrival. */
+    if (b->completion) {
+        const struct abar_impl *outer = abar__completing;
+        abar__completing = b; /* waiting on b from inside returns EDEADLK */
+        b->completion(b->arg);
+        abar__completing = outer;
+    }
+    bool pshared = b->flags & ABAR_PSHARED;
+    /* relaxed: `expected` is read and written only by completers, which are
+     * ordered one after the other by the release/acquire chain on `state`. */
+    uint32_t next = atomic_load_explicit(&b->expected, memory_order_relaxed) - st_drops(s);
+    if (st_drops(s)) atomic_store_explicit(&b->expected, next, memory_order_relaxed);
+    /* Publish the new phase before the release (never after: see above). */
+    atomic_store_explicit(&b->futex, (uint32_t)(p + 1), memory_order_relaxed);
+    atomic_store_explicit(&b->phase, p + 1, memory_order_release);
+    uint64_t cur = atomic_load_explicit(&b->state, memory_order_relaxed);
+    uint64_t fin = next == 0 ? ST_FINISHED : 0;
+    /* Only PARKED and CANCELLED can change under us; keep CANCELLED, clear
+     * PARKED (we wake the parked below).  release: the completion's writes
+     * and every arrival's (acquired above) reach each waiter that sees the
+     * new phase with its acquire load. */
+    while (!atomic_compare_exchange_weak_explicit(
+        &b->state, &cur, st_make(p + 1, next, (cur & ST_CANCELLED) | fin),
+        memory_order_release, memory_order_relaxed)) {}
+    if (cur & ST_PARKED) abar__futex_wake_all(&b->futex, pshared);
+}
+
+abar_token_t abar_arrive(abar_t *b) { return arrive(b, 1, false); }
+
+abar_token_t abar_arrive_n(abar_t *b, uint32_t n) { return arrive(b, n, false); }
+
+int abar_arrive_and_drop(abar_t *b)
+{
+    return abar_token_error(arrive(b, 1, true));
+}

@@ -1,0 +1,111 @@
+/* lifecycle.c - init, destroy, cancel, and the read-only inspectors. */
+#define _GNU_SOURCE
+#include "abar_internal.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#define KNOWN_FLAGS (ABAR_PSHARED | ABAR_WAIT_SPIN | ABAR_WAIT_PARK)
+
+/* A fresh identity for every init, so tokens of another barrier, or of this
+ * memory before a destroy and re-init, are told apart (and a forged token is
+ * accepted with probability 2^-64).  Mixes a process-wide counter, the pid,
+ * the clock and the address through splitmix64; never 0 (0 marks an invalid
+ * token). */
+static uint64_t new_ident(const void *addr)
+{
+    static _Atomic uint64_t counter;
+    /* relaxed: only uniqueness matters */
+    uint64_t x = atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed);
+    x ^= (uint64_t)getpid() << 40 ^ abar__now_ns() ^ (uint64_t)(uintptr_t)addr;
+    x += 0x9e3779b97f4a7c15u;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    x ^= x >> 31;
+    return x ? x : 1;
+}
+
+int abar_init(abar_t *b, uint32_t expected, const abar_attr_t *attr)
+{
+    if (b == NULL || expected == 0 || expected > ABAR_EXPECTED_MAX) return EINVAL;
+    unsigned flags = attr ? attr->flags : 0;
+    if (flags & ~KNOWN_FLAGS) return EINVAL;
+    if ((flags & ABAR_WAIT_SPIN) && (flags & ABAR_WAIT_PARK)) return EINVAL;
+
+    struct abar_impl *bi = impl(b);
+    /* A live barrier with blocked waiters or a running completion is in use. */
+    if (atomic_load_explicit(&bi->magic, memory_order_acquire) == ABAR__MAGIC_LIVE) {
+        uint64_t s = atomic_load_explicit(&bi->state, memory_order_acquire);
+        if (atomic_load_explicit(&bi->inside, memory_order_acquire) != 0 || st_completing(s))
+            return EBUSY;
+    }
+    memset(b, 0, sizeof *b);
+    bi->flags = flags;
+    bi->completion = attr ? attr->completion : NULL;
+    bi->arg = attr ? attr->arg : NULL;
+    bi->ident = new_ident(b);
+    atomic_init(&bi->expected, expected);
+    atomic_init(&bi->state, st_make(0, expected, 0));
+    atomic_init(&bi->phase, 0);
+    atomic_init(&bi->futex, 0);
+    atomic_init(&bi->inside, 0);
+    /* release: a thread that sees the magic sees the initialised fields
+     * (handing the barrier to other threads still needs the caller's own
+     * synchronisation, as for any object). */
+    atomic_store_explicit(&bi->magic, ABAR__MAGIC_LIVE, memory_order_release);
+    return 0;
+}
+
+int abar_destroy(abar_t *b)
+{
+    struct abar_impl *bi = abar__live(b);
+    if (bi == NULL) return EINVAL;
+    /* seq_cst pairs with the waiters' seq_cst registration in `inside`: a
+     * waiter is either counted here or sees the barrier dead. */
+    if (atomic_load(&bi->inside) != 0) return EBUSY;
+    if (st_completing(atomic_load(&bi->state))) return EBUSY; /* a completion is running */
+    atomic_store(&bi->magic, ABAR__MAGIC_DEAD);
+    bi->ident = 0;
+    return 0;
+}
+
+int abar_cancel(abar_t *b)
+{
+    struct abar_impl *bi = abar__live(b);
+    if (bi == NULL) return EINVAL;
+    /* acq_rel: the flag is ordered with every arrival and with the release. */
+    uint64_t old = atomic_fetch_or_explicit(&bi->state, ST_CANCELLED, memory_order_acq_rel);
+    if (old & ST_CANCELLED) return 0; /* idempotent */
+    /* Change the futex word so a waiter about to sleep on it does not, then
+     * wake the sleepers; both re-check the state and see CANCELLED. */
+    atomic_fetch_add_explicit(&bi->futex, 0x80000000u, memory_order_release);
+    if (old & ST_PARKED)
+        abar__futex_wake_all(&bi->futex, bi->flags & ABAR_PSHARED);
+    return 0;
+}
+
+uint64_t abar_phase(const abar_t *b)
+{
+    struct abar_impl *bi = abar__live((abar_t *)b);
+    if (bi == NULL) return 0;
+    uint64_t s;
+    return abar__snapshot(bi, &s);
+}
+
+int abar_token_error(abar_token_t t)
+{
+    return t.id == 0 ? (int)t.raw : 0;
+}
+
+int abar__test_set_phase(abar_t *b, uint64_t phase)
+{
+    struct abar_impl *bi = abar__live(b);
+    if (bi == NULL) return EINVAL;
+    uint64_t s = atomic_load(&bi->state);
+    if (st_phase(s) != 0 || atomic_load(&bi->phase) != 0) return EBUSY;
+    atomic_store(&bi->phase, phase);
+    atomic_store(&bi->futex, (uint32_t)phase);
+    atomic_store(&bi->state, st_make(phase, st_pending(s), s & ~(ST_PHASE_MASK << ST_PHASE_SHIFT) & ~ST_PENDING_MASK));
+    return 0;
+}

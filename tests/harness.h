@@ -1,0 +1,120 @@
+/*
+ * harness.h - a tiny test runner: every case runs in its own process with a
+ * time limit, so a crash or a hang is a named failure, not a stuck suite.
+ *
+ *   TEST(name) { CHECK(x == 1); CHECK_EQ(abar_wait(&b, t), 0); }
+ *   int main(int argc, char **argv) { return harness_main(argc, argv); }
+ *
+ * `prog` runs every case; `prog name...` runs the named ones; `prog --list`
+ * lists them.  ABAR_TEST_TIMEOUT (seconds, default 20) sets the limit.
+ * Ends with the line "N passed, M failed".
+ */
+#ifndef ABAR_TEST_HARNESS_H
+#define ABAR_TEST_HARNESS_H
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef void harness_fn(void);
+struct harness_case { const char *name; harness_fn *fn; };
+
+#define HARNESS_MAX_CASES 512
+static struct harness_case harness_cases[HARNESS_MAX_CASES];
+static int harness_ncases;
+
+#define TEST(name)                                                         \
+    static void test_##name(void);                                         \
+    __attribute__((constructor)) static void harness_reg_##name(void) {    \
+        if (harness_ncases < HARNESS_MAX_CASES)                            \
+            harness_cases[harness_ncases++] =                              \
+                (struct harness_case){#name, test_##name};                 \
+    }                                                                      \
+    static void test_##name(void)
+
+#define CHECK(cond)                                                        \
+    do {                                                                   \
+        if (!(cond)) {                                                     \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__,         \
+                    __LINE__, #cond);                                      \
+            fflush(stderr);                                                \
+            _exit(1);                                                      \
+        }                                                                  \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                     \
+    do {                                                                   \
+        long long harness_a_ = (long long)(a), harness_b_ = (long long)(b);\
+        if (harness_a_ != harness_b_) {                                    \
+            fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %lld, %s == %lld\n",\
+                    __FILE__, __LINE__, #a, harness_a_, #b, harness_b_);   \
+            fflush(stderr);                                                \
+            _exit(1);                                                      \
+        }                                                                  \
+    } while (0)
+
+static double harness_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Runs one case in a child; returns 1 if it passed. */
+static int harness_run_one(const struct harness_case *c, int timeout_s)
+{
+    double t0 = harness_now();
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) { perror("fork"); return 0; }
+    if (pid == 0) {
+        alarm((unsigned)timeout_s); /* SIGALRM kills a hung case */
+        c->fn();
+        fflush(stdout);
+        _exit(0);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    double dt = harness_now() - t0;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+        printf("PASS %-40s %7.3f s\n", c->name, dt);
+        return 1;
+    }
+    if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
+        printf("FAIL %-40s timed out after %d s\n", c->name, timeout_s);
+    else if (WIFSIGNALED(st))
+        printf("FAIL %-40s killed by signal %d (%s)\n", c->name, WTERMSIG(st),
+               strsignal(WTERMSIG(st)));
+    else
+        printf("FAIL %-40s exit status %d\n", c->name, WEXITSTATUS(st));
+    return 0;
+}
+
+static int harness_main(int argc, char **argv)
+{
+    const char *to = getenv("ABAR_TEST_TIMEOUT");
+    int timeout_s = to ? atoi(to) : 20;
+    if (timeout_s <= 0) timeout_s = 20;
+    if (argc > 1 && strcmp(argv[1], "--list") == 0) {
+        for (int i = 0; i < harness_ncases; i++) puts(harness_cases[i].name);
+        return 0;
+    }
+    int passed = 0, failed = 0;
+    for (int i = 0; i < harness_ncases; i++) {
+        int wanted = argc <= 1;
+        for (int a = 1; a < argc && !wanted; a++)
+            wanted = strcmp(argv[a], harness_cases[i].name) == 0;
+        if (!wanted) continue;
+        if (harness_run_one(&harness_cases[i], timeout_s)) passed++;
+        else failed++;
+    }
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed == 0 && passed > 0 ? 0 : 1;
+}
+
+#endif
