@@ -1,0 +1,387 @@
+/*
+ * abar_bench.c - abar against every CPU barrier rival, side by side in one
+ * process run, same harness, same pinning, same timing (common.h).
+ *
+ * Scenarios (--only takes these names):
+ *   floor       cache-line ping-pong between two pinned threads (round trip,
+ *               one way): the physical floor of any barrier
+ *   lat         arrive_and_wait latency per phase, T = 1..cores, pinned
+ *   oversub     T = 2x and 4x cores, unpinned, wall-time bounded
+ *   split       arrive / W ns work / wait against arrive_and_wait + W ns work
+ *   completion  completion function: empty, and seed 001's psum (checked)
+ *   cpuburn     CPU time (user+sys) burnt by a thread that waits 10 ms
+ * Every row: see common.h.
+ */
+#include "common.h"
+#include "rivals.h"
+
+#include <abar.h>
+
+#define SCENARIOS "floor,lat,oversub,split,completion,cpuburn"
+
+static void fail(const char *impl, const char *what, int err)
+{
+    fprintf(stderr, "abar-bench: %s: %s: %s\n", impl, what, strerror(err));
+    exit(1);
+}
+
+/* ---- abar, under each wait policy ------------------------------------------ */
+struct abar_ts { abar_token_t t; } __attribute__((aligned(64)));
+
+static void *abar_make(unsigned n, void (*fn)(void *), void *arg, unsigned flags)
+{
+    abar_t *b = aligned_alloc(64, sizeof *b);
+    if (!b) abort();
+    memset(b, 0, sizeof *b);
+    abar_attr_t attr = { fn, arg, flags };
+    int r = abar_init(b, n, &attr);
+    if (r) fail("abar", "abar_init", r);
+    return b;
+}
+static void *abar_mk_default(unsigned n, void (*fn)(void *), void *arg) { return abar_make(n, fn, arg, 0); }
+static void *abar_mk_spin(unsigned n, void (*fn)(void *), void *arg) { return abar_make(n, fn, arg, ABAR_WAIT_SPIN); }
+static void *abar_mk_park(unsigned n, void (*fn)(void *), void *arg) { return abar_make(n, fn, arg, ABAR_WAIT_PARK); }
+static void abar_free(void *b)
+{
+    int r = abar_destroy(b);
+    if (r) fail("abar", "abar_destroy", r);
+    free(b);
+}
+static void *abar_ts_new(void *b, unsigned tid)
+{
+    (void)b; (void)tid;
+    struct abar_ts *t = aligned_alloc(64, sizeof *t);
+    if (!t) abort();
+    return t;
+}
+static void plain_free(void *p) { free(p); }
+static void abar_aw(void *b, void *ts)
+{
+    (void)ts;
+    int r = abar_arrive_and_wait(b);
+    if (r) fail("abar", "abar_arrive_and_wait", r);
+}
+static void abar_arr(void *b, void *ts)
+{
+    abar_token_t t = abar_arrive(b);
+    if (abar_token_error(t)) fail("abar", "abar_arrive", abar_token_error(t));
+    ((struct abar_ts *)ts)->t = t;
+}
+static void abar_wt(void *b, void *ts)
+{
+    int r = abar_wait(b, ((struct abar_ts *)ts)->t);
+    if (r) fail("abar", "abar_wait", r);
+}
+
+/* ---- pthread_barrier_wait --------------------------------------------------- */
+static void *pt_create(unsigned n, void (*fn)(void *), void *arg)
+{
+    (void)fn; (void)arg;
+    pthread_barrier_t *b = aligned_alloc(64, 64 * ((sizeof *b + 63) / 64));
+    if (!b) abort();
+    int r = pthread_barrier_init(b, NULL, n);
+    if (r) fail("pthread", "pthread_barrier_init", r);
+    return b;
+}
+static void pt_destroy(void *b)
+{
+    pthread_barrier_destroy(b);
+    free(b);
+}
+static void pt_aw(void *b, void *ts)
+{
+    (void)ts;
+    int r = pthread_barrier_wait(b);
+    if (r != 0 && r != PTHREAD_BARRIER_SERIAL_THREAD) fail("pthread", "pthread_barrier_wait", r);
+}
+
+static const bimpl_t base_impls[] = {
+    { "abar-default", 1, 1, abar_mk_default, abar_free, abar_ts_new, plain_free, abar_aw, abar_arr, abar_wt },
+    { "abar-spin", 1, 1, abar_mk_spin, abar_free, abar_ts_new, plain_free, abar_aw, abar_arr, abar_wt },
+    { "abar-park", 1, 1, abar_mk_park, abar_free, abar_ts_new, plain_free, abar_aw, abar_arr, abar_wt },
+    { "pthread", 0, 0, pt_create, pt_destroy, NULL, NULL, pt_aw, NULL, NULL },
+#ifdef ABAR_BENCH_HAVE_STD
+    { "std-barrier", 1, 1, stdb_create, stdb_destroy, stdb_thread_state, stdb_thread_free,
+      stdb_arrive_and_wait, stdb_arrive, stdb_wait },
+#endif
+};
+
+static const bimpl_t *impls[32];
+static unsigned nimpls;
+
+/* ---- the team: T threads running one scenario on one barrier ----------------- */
+enum mode { M_LAT, M_JOINED, M_SPLIT, M_COMPL, M_BURN, M_PINGPONG, M_PINGPONG_PAUSE };
+
+#define PSUM_DATA 4096
+static uint64_t psum_data[PSUM_DATA];
+
+struct team {
+    const bimpl_t *im;
+    void *b;
+    unsigned T;
+    int pinned, mode, psum;
+    uint64_t witers;
+    rctl_t rc;
+    uint64_t *smem;                 /* psum: one cache line per thread */
+    uint64_t acc;                   /* psum: written by the completion */
+    _Atomic uint64_t pp __attribute__((aligned(64))); /* ping-pong line */
+    unsigned reps;
+    double burn[BENCH_MAX_ROUNDS];
+};
+
+struct targ { struct team *tm; unsigned tid; pthread_t th; };
+
+static __attribute__((noinline)) void empty_completion(void *arg) { __asm__ __volatile__("" ::"r"(arg) : "memory"); }
+
+static __attribute__((noinline)) void psum_completion(void *arg)
+{
+    struct team *tm = arg;
+    uint64_t s = 0;
+    for (unsigned t = 0; t < tm->T; t++) s += tm->smem[t * 8];
+    tm->acc += s;
+}
+
+static inline void pp_await(_Atomic uint64_t *line, uint64_t v, int pause)
+{
+    while (atomic_load_explicit(line, memory_order_acquire) != v)
+        if (pause) cpu_relax();
+}
+
+static void *worker(void *p)
+{
+    struct targ *a = p;
+    struct team *tm = a->tm;
+    const bimpl_t *im = tm->im;
+    const unsigned tid = a->tid;
+    void *b = tm->b;
+    void *ts = im && im->ts_new ? im->ts_new(b, tid) : NULL;
+    rctl_t *rc = &tm->rc;
+    uint64_t w = tm->witers, gk = 0;
+
+    switch (tm->mode) {
+    case M_LAT:
+        RCTL_LOOP(rc, tid, im->aw(b, ts));
+        break;
+    case M_JOINED:
+        RCTL_LOOP(rc, tid, (im->aw(b, ts), work_spin(w)));
+        break;
+    case M_SPLIT:
+        RCTL_LOOP(rc, tid, (im->arrive(b, ts), work_spin(w), im->wait(b, ts)));
+        break;
+    case M_COMPL: {
+        void (*fn)(void *) = tm->psum ? psum_completion : empty_completion;
+        uint64_t *slot = &tm->smem[tid * 8];
+        const unsigned T = tm->T;
+        /* acc is read after the previous phase's completion, written by the next */
+        if (im->completion)
+            RCTL_LOOP(rc, tid, (*slot = psum_data[(gk * T + tid) % PSUM_DATA] + tm->acc, gk++, im->aw(b, ts)));
+        else
+            RCTL_LOOP(rc, tid, (*slot = psum_data[(gk * T + tid) % PSUM_DATA] + tm->acc, gk++, im->aw(b, ts),
+                                tid == 0 ? fn(tm) : (void)0, im->aw(b, ts)));
+        break;
+    }
+    case M_BURN:
+        /* thread 1 arrives 10 ms late; thread 0's CPU time across its wait */
+        for (unsigned i = 0; i <= tm->reps; i++) {
+            im->aw(b, ts);
+            if (tid == 0) {
+                uint64_t c0 = thread_cpu_ns();
+                im->aw(b, ts);
+                if (i > 0) tm->burn[i - 1] = (double)(thread_cpu_ns() - c0);
+            } else if (tid == 1) {
+                sleep_ns(10000000);
+                im->aw(b, ts);
+            } else {
+                im->aw(b, ts);
+            }
+        }
+        break;
+    case M_PINGPONG:
+    case M_PINGPONG_PAUSE: {
+        /* round trip: 0 writes odd, 1 answers with the next even value */
+        const int pause = tm->mode == M_PINGPONG_PAUSE;
+        uint64_t v = 0;
+        if (tid == 0)
+            RCTL_LOOP(rc, tid, (atomic_store_explicit(&tm->pp, ++v, memory_order_release),
+                                pp_await(&tm->pp, ++v, pause)));
+        else
+            RCTL_LOOP(rc, tid, (pp_await(&tm->pp, ++v, pause),
+                                atomic_store_explicit(&tm->pp, ++v, memory_order_release)));
+        break;
+    }
+    }
+    if (ts) im->ts_free(ts);
+    return NULL;
+}
+
+static void run_team(struct team *tm)
+{
+    struct targ *a = calloc(tm->T, sizeof *a);
+    if (!a) abort();
+    for (unsigned i = 0; i < tm->T; i++) {
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        cpu_set_t set;
+        if (tm->pinned) {
+            CPU_ZERO(&set);
+            CPU_SET(bench_cpus[i % bench_ncpus], &set);
+        } else {
+            set = bench_allowed;
+        }
+        pthread_attr_setaffinity_np(&at, sizeof set, &set);
+        a[i].tm = tm;
+        a[i].tid = i;
+        int r = pthread_create(&a[i].th, &at, worker, &a[i]);
+        if (r) die("pthread_create", r);
+        pthread_attr_destroy(&at);
+    }
+    for (unsigned i = 0; i < tm->T; i++) pthread_join(a[i].th, NULL);
+    free(a);
+}
+
+static struct team *team_new(const bimpl_t *im, unsigned T, int pinned, int mode, const bopts_t *o,
+                             uint64_t cap_ns)
+{
+    struct team *tm = aligned_alloc(64, sizeof *tm);
+    if (!tm) abort();
+    memset(tm, 0, sizeof *tm);
+    tm->im = im;
+    tm->T = T;
+    tm->pinned = pinned;
+    tm->mode = mode;
+    rctl_init(&tm->rc, o->warm, o->rounds, o->round_ns, cap_ns);
+    return tm;
+}
+
+static void measure(const char *scen, const bimpl_t *im, unsigned T, int pinned, const bopts_t *o,
+                    uint64_t cap_ns)
+{
+    struct team *tm = team_new(im, T, pinned, M_LAT, o, cap_ns);
+    tm->b = im->create(T, NULL, NULL);
+    tm->rc.start_ns = now_ns();
+    run_team(tm);
+    im->destroy(tm->b);
+    rctl_row(&tm->rc, scen, im->name, T, "-");
+    free(tm);
+}
+
+/* ---- scenarios ------------------------------------------------------------------ */
+static void scen_floor(const bopts_t *o)
+{
+    if (bench_ncpus < 2) return;
+    for (int pause = 0; pause <= 1; pause++) {
+        struct team *tm = team_new(NULL, 2, 1, pause ? M_PINGPONG_PAUSE : M_PINGPONG, o, o->cap_ns);
+        run_team(tm);
+        const char *name = pause ? "pingpong-pause" : "pingpong";
+        rctl_row(&tm->rc, "floor", name, 2, "rt");
+        stats_t st = stats_of(tm->rc.per_phase, tm->rc.nrec);
+        st.med /= 2; st.min /= 2; st.max /= 2;
+        row("floor", name, 2, "oneway", st, tm->rc.phases, "ns/phase", tm->rc.capped ? "lb" : "");
+        free(tm);
+    }
+}
+
+static void scen_lat(const bopts_t *o)
+{
+    for (unsigned T = 1; T <= o->max_threads; T++)
+        for (unsigned i = 0; i < nimpls; i++) measure("lat", impls[i], T, 1, o, o->cap_ns);
+}
+
+static void scen_oversub(const bopts_t *o)
+{
+    for (unsigned f = 2; f <= 4; f += 2)
+        for (unsigned i = 0; i < nimpls; i++)
+            measure("oversub", impls[i], f * bench_ncpus, 0, o, o->oversub_cap_ns);
+}
+
+static void scen_split(const bopts_t *o)
+{
+    static const unsigned W[] = { 0, 100, 500, 2000 };
+    unsigned T = o->max_threads;
+    for (unsigned wi = 0; wi < 4; wi++)
+        for (unsigned i = 0; i < nimpls; i++)
+            for (int split = 0; split <= impls[i]->split; split++) {
+                struct team *tm = team_new(impls[i], T, 1, split ? M_SPLIT : M_JOINED, o, o->cap_ns);
+                tm->witers = work_iters(W[wi]);
+                tm->b = impls[i]->create(T, NULL, NULL);
+                tm->rc.start_ns = now_ns();
+                run_team(tm);
+                impls[i]->destroy(tm->b);
+                char param[32];
+                snprintf(param, sizeof param, "%s:%u", split ? "split" : "joined", W[wi]);
+                rctl_row(&tm->rc, "split", impls[i]->name, T, param);
+                free(tm);
+            }
+}
+
+static uint64_t psum_expect(unsigned T, uint64_t phases)
+{
+    uint64_t acc = 0;
+    for (uint64_t i = 0; i < phases; i++) {
+        uint64_t s = 0;
+        for (unsigned t = 0; t < T; t++) s += psum_data[(i * T + t) % PSUM_DATA] + acc;
+        acc += s;
+    }
+    return acc;
+}
+
+static void scen_completion(const bopts_t *o)
+{
+    unsigned T = o->max_threads;
+    for (int psum = 0; psum <= 1; psum++)
+        for (unsigned i = 0; i < nimpls; i++) {
+            const bimpl_t *im = impls[i];
+            struct team *tm = team_new(im, T, 1, M_COMPL, o, o->cap_ns);
+            tm->psum = psum;
+            tm->smem = aligned_alloc(64, (size_t)T * 64);
+            if (!tm->smem) abort();
+            memset(tm->smem, 0, (size_t)T * 64);
+            tm->b = im->create(T, psum ? psum_completion : empty_completion, tm);
+            tm->rc.start_ns = now_ns();
+            run_team(tm);
+            im->destroy(tm->b);
+            if (psum && tm->acc != psum_expect(T, tm->rc.total_phases)) {
+                fprintf(stderr, "abar-bench: %s: psum WRONG after %llu phases\n", im->name,
+                        (unsigned long long)tm->rc.total_phases);
+                exit(1);
+            }
+            stats_t st = stats_of(tm->rc.per_phase, tm->rc.nrec);
+            char flags[16];
+            snprintf(flags, sizeof flags, "%s%s", tm->rc.capped ? "lb;" : "", im->completion ? "" : "emul");
+            row("completion", im->name, T, psum ? "psum" : "empty", st, tm->rc.phases, "ns/phase", flags);
+            free(tm->smem);
+            free(tm);
+        }
+}
+
+static void scen_cpuburn(const bopts_t *o)
+{
+    int pinned = bench_ncpus >= 2;
+    for (unsigned i = 0; i < nimpls; i++) {
+        struct team *tm = team_new(impls[i], 2, pinned, M_BURN, o, o->cap_ns);
+        tm->reps = o->burn_reps;
+        tm->b = impls[i]->create(2, NULL, NULL);
+        run_team(tm);
+        impls[i]->destroy(tm->b);
+        row("cpuburn", impls[i]->name, 2, "wait10ms", stats_of(tm->burn, tm->reps), tm->reps, "cpu_ns", "");
+        free(tm);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    bopts_t o = parse_opts(argc, argv, SCENARIOS);
+    for (unsigned i = 0; i < PSUM_DATA; i++) psum_data[i] = (i * 0x9e3779b97f4a7c15u) >> 54;
+    for (unsigned i = 0; i < sizeof base_impls / sizeof base_impls[0]; i++) impls[nimpls++] = &base_impls[i];
+#ifdef ABAR_BENCH_HAVE_CK
+    for (unsigned i = 0; i < ck_nimpls; i++) impls[nimpls++] = &ck_impls[i];
+#endif
+    if (scen_on(&o, "floor")) scen_floor(&o);
+    if (scen_on(&o, "lat")) scen_lat(&o);
+    if (scen_on(&o, "split")) scen_split(&o);
+    if (scen_on(&o, "completion")) scen_completion(&o);
+    if (scen_on(&o, "cpuburn")) scen_cpuburn(&o);
+    if (scen_on(&o, "oversub")) scen_oversub(&o);
+    if (bench_csv) fclose(bench_csv);
+    return 0;
+}

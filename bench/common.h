@@ -1,0 +1,322 @@
+/*
+ * common.h - what every abar benchmark binary shares: the clock, CPU time,
+ * pinning, calibrated work, time-bounded measurement rounds and the raw
+ * machine-readable output rows.  Header-only (static functions), so the C
+ * benchmark and the two OpenMP binaries measure with exactly the same code.
+ *
+ * A row is one CSV line:
+ *   scenario,impl,threads,param,median,min,max,rounds,phases,unit,flags
+ * median/min/max are over the measured rounds (each round: the mean over its
+ * phases); `flags` is empty or "lb": the measurement hit its wall-time limit,
+ * so the figure covers only the phases that finished in time and the true
+ * cost is at least this.
+ */
+#ifndef ABAR_BENCH_COMMON_H
+#define ABAR_BENCH_COMMON_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CSV_HEADER "scenario,impl,threads,param,median,min,max,rounds,phases,unit,flags"
+#define BENCH_MAX_ROUNDS 64
+#define BENCH_MAX_THREADS 1024
+
+/* ---- clock, CPU time ------------------------------------------------------ */
+static inline uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* CPU time (user + system) of the calling thread. */
+static inline uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void sleep_ns(uint64_t ns)
+{
+    struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {}
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+static inline void die(const char *what, int err)
+{
+    fprintf(stderr, "abar-bench: %s: %s\n", what, strerror(err));
+    exit(2);
+}
+
+/* ---- pinning ------------------------------------------------------------- */
+/* The CPUs this process may run on, in order; thread i is pinned to cpus[i]. */
+static int bench_cpus[CPU_SETSIZE];
+static unsigned bench_ncpus;
+static cpu_set_t bench_allowed;
+
+static inline unsigned cpus_init(void)
+{
+    if (sched_getaffinity(0, sizeof bench_allowed, &bench_allowed) != 0)
+        die("sched_getaffinity", errno);
+    bench_ncpus = 0;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &bench_allowed)) bench_cpus[bench_ncpus++] = c;
+    return bench_ncpus;
+}
+
+/* Pins the calling thread to the i-th allowed CPU (pinned) or lets it run on
+ * every allowed CPU (unpinned: the scheduler places it). */
+static inline void pin_self(unsigned i, int pinned)
+{
+    cpu_set_t set;
+    if (pinned) {
+        CPU_ZERO(&set);
+        CPU_SET(bench_cpus[i % bench_ncpus], &set);
+    } else {
+        set = bench_allowed;
+    }
+    int r = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    if (r) die("pthread_setaffinity_np", r);
+}
+
+/* ---- calibrated independent work ----------------------------------------- */
+static double work_iters_per_ns = 1.0;
+
+static __attribute__((noinline, unused)) void work_spin(uint64_t iters)
+{
+    for (uint64_t i = 0; i < iters; i++) __asm__ __volatile__("" ::: "memory");
+}
+
+static inline uint64_t work_iters(uint64_t ns) { return (uint64_t)((double)ns * work_iters_per_ns + 0.5); }
+
+static inline void work_calibrate(void)
+{
+    double best = 0;
+    for (int k = 0; k < 5; k++) {
+        uint64_t n = 2000000, t0 = now_ns();
+        work_spin(n);
+        double r = (double)n / (double)(now_ns() - t0);
+        if (r > best) best = r; /* fastest run: least disturbed */
+    }
+    work_iters_per_ns = best;
+}
+
+/* ---- statistics and rows -------------------------------------------------- */
+static __attribute__((unused)) int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct stats { double med, min, max; unsigned n; } stats_t;
+
+static inline stats_t stats_of(const double *v, unsigned n)
+{
+    double s[BENCH_MAX_ROUNDS];
+    stats_t r = { 0, 0, 0, n };
+    if (n == 0) return r;
+    memcpy(s, v, n * sizeof *v);
+    qsort(s, n, sizeof *s, cmp_double);
+    r.min = s[0];
+    r.max = s[n - 1];
+    r.med = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+    return r;
+}
+
+static FILE *bench_csv; /* --csv FILE, or NULL */
+
+static inline void row(const char *scen, const char *impl, unsigned threads, const char *param,
+                       stats_t st, uint64_t phases, const char *unit, const char *flags)
+{
+    char line[512];
+    snprintf(line, sizeof line, "%s,%s,%u,%s,%.1f,%.1f,%.1f,%u,%llu,%s,%s\n", scen, impl, threads,
+             param, st.med, st.min, st.max, st.n, (unsigned long long)phases, unit, flags);
+    fputs(line, stdout);
+    fflush(stdout);
+    if (bench_csv) {
+        fputs(line, bench_csv);
+        fflush(bench_csv);
+    }
+}
+
+/* ---- time-bounded measurement rounds -------------------------------------- *
+ * Every thread runs the same loop of phases; thread 0 alone reads the clock,
+ * at geometrically spaced phase counts, and ends a round by publishing the
+ * phase count at which every thread leaves it (stop[r] = k + 1: written
+ * before thread 0's arrival at phase k + 1, read by the others after that
+ * phase, so the barrier under test itself orders it and all leave together).
+ * A round lasts about round_ns; the whole measurement at most cap_ns, after
+ * which the round in progress is the last one and the row is flagged "lb". */
+typedef struct rctl {
+    unsigned warm, rounds;           /* warm-up rounds (not recorded), measured rounds */
+    uint64_t round_ns, cap_ns;
+    uint64_t start_ns;
+    _Atomic uint64_t stop[BENCH_MAX_ROUNDS];
+    _Atomic unsigned last_round;
+    double per_phase[BENCH_MAX_ROUNDS];
+    unsigned nrec;
+    uint64_t phases;                 /* phases measured in recorded rounds */
+    uint64_t total_phases;           /* all phases, warm-up included */
+    int capped;
+} rctl_t;
+
+static inline void rctl_init(rctl_t *rc, unsigned warm, unsigned rounds, uint64_t round_ns, uint64_t cap_ns)
+{
+    memset(rc, 0, sizeof *rc);
+    if (warm + rounds > BENCH_MAX_ROUNDS) rounds = BENCH_MAX_ROUNDS - warm;
+    rc->warm = warm;
+    rc->rounds = rounds;
+    rc->round_ns = round_ns;
+    rc->cap_ns = cap_ns;
+    for (unsigned i = 0; i < BENCH_MAX_ROUNDS; i++) atomic_init(&rc->stop[i], UINT64_MAX);
+    atomic_init(&rc->last_round, warm + rounds - 1);
+    rc->start_ns = now_ns();
+}
+
+/* Thread 0, after k phases of round r begun at t0: ends the round or returns
+ * the phase count of the next clock check. */
+static inline uint64_t rctl_check(rctl_t *rc, unsigned r, uint64_t k, uint64_t t0)
+{
+    uint64_t now = now_ns(), e = now - t0;
+    if (now - rc->start_ns >= rc->cap_ns) {
+        rc->capped = 1;
+        atomic_store_explicit(&rc->last_round, r, memory_order_release);
+    } else if (e < rc->round_ns) {
+        if (e == 0) e = 1;
+        double more = (double)(rc->round_ns - e) * (double)k / (double)e / 2;
+        if (more > (double)k) more = (double)k;
+        return k + (more < 1 ? 1 : (uint64_t)more);
+    }
+    atomic_store_explicit(&rc->stop[r], k + 1, memory_order_release);
+    return UINT64_MAX;
+}
+
+static inline void rctl_record(rctl_t *rc, unsigned r, uint64_t k, uint64_t elapsed)
+{
+    rc->total_phases += k;
+    if (r < rc->warm && !rc->capped) return;
+    rc->per_phase[rc->nrec++] = (double)elapsed / (double)k;
+    rc->phases += k;
+}
+
+/* The loop every thread runs; PHASE is one phase of the barrier under test
+ * (it may use `k`, the number of phases this thread completed in the round,
+ * and `r`, the round). */
+#define RCTL_LOOP(rc, tid, PHASE)                                                        \
+    do {                                                                                 \
+        for (unsigned r = 0;; r++) {                                                     \
+            uint64_t k = 0, next_ = 1, t0_ = (tid) == 0 ? now_ns() : 0;                  \
+            for (;;) {                                                                   \
+                PHASE;                                                                   \
+                k++;                                                                     \
+                if ((tid) == 0 && k == next_) next_ = rctl_check((rc), r, k, t0_);       \
+                if (k >= atomic_load_explicit(&(rc)->stop[r], memory_order_acquire)) break; \
+            }                                                                            \
+            if ((tid) == 0) rctl_record((rc), r, k, now_ns() - t0_);                     \
+            if (r >= atomic_load_explicit(&(rc)->last_round, memory_order_acquire)) break; \
+        }                                                                                \
+    } while (0)
+
+static inline void rctl_row(const rctl_t *rc, const char *scen, const char *impl, unsigned threads,
+                            const char *param)
+{
+    stats_t st = stats_of(rc->per_phase, rc->nrec);
+    row(scen, impl, threads, param, st, rc->phases, "ns/phase", rc->capped ? "lb" : "");
+}
+
+/* ---- options shared by every binary ---------------------------------------- */
+typedef struct bopts {
+    int quick;
+    unsigned max_threads;   /* 0: all allowed CPUs */
+    const char *only;       /* comma-separated scenario names, or NULL */
+    unsigned warm, rounds;
+    uint64_t round_ns, cap_ns, oversub_cap_ns;
+    unsigned burn_reps;
+} bopts_t;
+
+static inline int scen_on(const bopts_t *o, const char *name)
+{
+    if (o->only == NULL) return 1;
+    size_t n = strlen(name);
+    for (const char *p = o->only; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        if (!e) break;
+        p = e + 1;
+    }
+    return 0;
+}
+
+static inline void usage(const char *prog, const char *scens)
+{
+    fprintf(stderr,
+            "usage: %s [--quick] [--csv FILE] [--threads N] [--only LIST] [--rounds N]\n"
+            "  --quick      a few seconds in all (fewer, shorter rounds)\n"
+            "  --csv FILE   also write the rows, with a header, to FILE\n"
+            "  --threads N  measure T = 1..N pinned (default: every allowed CPU)\n"
+            "  --only LIST  comma-separated scenarios among: %s\n"
+            "  --rounds N   measured rounds per row (default 11, quick 5)\n"
+            "Rows go to stdout: " CSV_HEADER "\n",
+            prog, scens);
+}
+
+static inline bopts_t parse_opts(int argc, char **argv, const char *scens)
+{
+    bopts_t o = { 0 };
+    const char *csv = NULL;
+    unsigned rounds = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--quick") == 0) o.quick = 1;
+        else if (strcmp(a, "--csv") == 0 && i + 1 < argc) csv = argv[++i];
+        else if (strcmp(a, "--threads") == 0 && i + 1 < argc) o.max_threads = (unsigned)atoi(argv[++i]);
+        else if (strcmp(a, "--only") == 0 && i + 1 < argc) o.only = argv[++i];
+        else if (strcmp(a, "--rounds") == 0 && i + 1 < argc) rounds = (unsigned)atoi(argv[++i]);
+        else {
+            usage(argv[0], scens);
+            exit(strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 ? 0 : 2);
+        }
+    }
+    o.warm = 1;
+    o.rounds = rounds ? rounds : o.quick ? 5 : 11;
+    if (o.rounds + o.warm > BENCH_MAX_ROUNDS) o.rounds = BENCH_MAX_ROUNDS - o.warm;
+    o.round_ns = o.quick ? 2000000u : 20000000u;         /* 2 ms / 20 ms a round */
+    o.cap_ns = o.quick ? 60000000u : 1000000000u;        /* wall limit of one row */
+    o.oversub_cap_ns = o.quick ? 60000000u : 1500000000u;
+    o.burn_reps = o.quick ? 3 : 11;
+    if (cpus_init() == 0) die("no CPU", EINVAL);
+    if (o.max_threads == 0 || o.max_threads > bench_ncpus) o.max_threads = bench_ncpus;
+    if (csv) {
+        bench_csv = fopen(csv, "w");
+        if (!bench_csv) die(csv, errno);
+        fputs(CSV_HEADER "\n", bench_csv);
+    }
+    work_calibrate();
+    printf("# " CSV_HEADER "\n# cpus=%u quick=%d rounds=%u round_ms=%.0f work_iters_per_ns=%.3f\n",
+           bench_ncpus, o.quick, o.rounds, (double)o.round_ns / 1e6, work_iters_per_ns);
+    return o;
+}
+
+#endif

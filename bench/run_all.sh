@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# abar-bench-all - runs abar-bench and the OpenMP companions found beside it
+# (or in --bin DIR), merges their rows into one CSV, prints the tables and
+# draws the plot (gnuplot; python3 + matplotlib if gnuplot is missing).
+#
+#   abar-bench-all [--bin DIR] [--out DIR] [any abar-bench option: --quick, --threads N, ...]
+#
+# Writes DIR/bench.csv (every row), DIR/bench.txt (the tables), DIR/bench.png.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+bin=$here
+out=.
+args=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --bin) bin=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+n=0
+for b in abar-bench abar-bench-omp-gomp abar-bench-omp-llvm; do
+  if [ -x "$bin/$b" ]; then
+    echo "== $b ${args[*]:-}" >&2
+    "$bin/$b" "${args[@]}" --csv "$tmp/$b.csv" >&2
+    n=$((n + 1))
+  else
+    echo "== $b: not built, skipped" >&2
+  fi
+done
+[ $n -gt 0 ] || { echo "abar-bench-all: no benchmark binary in $bin" >&2; exit 1; }
+
+csv=$out/bench.csv
+head -n1 "$tmp/abar-bench.csv" >"$csv" 2>/dev/null || echo "scenario,impl,threads,param,median,min,max,rounds,phases,unit,flags" >"$csv"
+for f in "$tmp"/*.csv; do tail -n +2 "$f"; done >>"$csv"
+
+# ---- tables -----------------------------------------------------------------
+tables() {
+  awk -F, '
+  NR == 1 { next }
+  { key = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4
+    med[key] = $5; lo[key] = $6; hi[key] = $7; fl[key] = $11
+    if (!(($1, $2) in seenimpl)) { seenimpl[$1, $2] = 1; impls[$1] = impls[$1] " " $2 }
+    if (!(($1, $3) in seent)) { seent[$1, $3] = 1; ts[$1] = ts[$1] " " $3 }
+    if (!(($1, $4) in seenp)) { seenp[$1, $4] = 1; ps[$1] = ps[$1] " " $4 }
+    rows[++nr] = $0 }
+  function cell(k) { return (k in med) ? sprintf("%.0f%s", med[k], fl[k] ~ /lb/ ? "+" : "") : "-" }
+  function pivot(s, title,   ni, nt, im, tt, i, j, line) {
+    if (!(s in impls)) return
+    ni = split(substr(impls[s], 2), im, " "); nt = split(substr(ts[s], 2), tt, " ")
+    print "\n## " title
+    line = sprintf("%-18s", "impl \\ T"); for (j = 1; j <= nt; j++) line = line sprintf(" %9s", tt[j]); print line
+    for (i = 1; i <= ni; i++) {
+      line = sprintf("%-18s", im[i])
+      for (j = 1; j <= nt; j++) line = line sprintf(" %9s", cell(s SUBSEP im[i] SUBSEP tt[j] SUBSEP "-"))
+      print line
+    }
+  }
+  function best(s,   ni, nt, im, tt, i, j, k, b, bn, a, line) {
+    if (!(s in impls)) return
+    ni = split(substr(impls[s], 2), im, " "); nt = split(substr(ts[s], 2), tt, " ")
+    print "\n## " s ": abar-default against the fastest rival (ratio < 1: abar faster)"
+    printf "%4s %12s %-18s %10s %7s\n", "T", "abar-default", "fastest rival", "rival ns", "ratio"
+    for (j = 1; j <= nt; j++) {
+      b = -1; bn = "-"
+      for (i = 1; i <= ni; i++) {
+        if (im[i] ~ /^abar-/ || im[i] ~ /^pingpong/) continue
+        k = s SUBSEP im[i] SUBSEP tt[j] SUBSEP "-"
+        if ((k in med) && (b < 0 || med[k] < b)) { b = med[k]; bn = im[i] }
+      }
+      k = s SUBSEP "abar-default" SUBSEP tt[j] SUBSEP "-"
+      if (!(k in med) || b <= 0) continue
+      printf "%4s %12.0f %-18s %10.0f %7.2f\n", tt[j], med[k], bn, b, med[k] / b
+    }
+  }
+  function long(s, title,   i, f) {
+    if (!(s in impls)) return
+    print "\n## " title
+    printf "%-18s %4s %-12s %10s %10s %10s %s\n", "impl", "T", "param", "median", "min", "max", "flags"
+    for (i = 1; i <= nr; i++) {
+      split(rows[i], f, ",")
+      if (f[1] == s) printf "%-18s %4s %-12s %10.0f %10.0f %10.0f %s\n", f[2], f[3], f[4], f[5], f[6], f[7], f[11]
+    }
+  }
+  END {
+    long("floor", "floor: cache-line ping-pong between two pinned threads (ns)")
+    pivot("lat", "lat: arrive_and_wait, ns per phase (median over rounds), T threads pinned")
+    best("lat")
+    pivot("oversub", "oversub: ns per phase, T = 2x and 4x the CPUs, unpinned (+: hit the wall-time limit, a lower bound)")
+    best("oversub")
+    long("split", "split: ns per phase with W ns of work, joined (arrive_and_wait; work) vs split (arrive; work; wait)")
+    long("completion", "completion: ns per phase with a completion (emul: barrier, thread 0 runs it, barrier)")
+    long("cpuburn", "cpuburn: CPU ns (user+sys) burnt by a thread waiting 10 ms for a late arrival")
+  }' "$1"
+}
+{
+  echo "# abar-bench: $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -srm), $(nproc) CPUs"
+  grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/^/# /' || true
+  echo "# args: ${args[*]:-(full)}"
+  tables "$csv"
+} | tee "$out/bench.txt"
+
+# ---- plot --------------------------------------------------------------------
+png=$out/bench.png
+awk -F, -v d="$tmp" 'NR > 1 && ($1 == "lat" || $1 == "oversub") && $4 == "-" {
+    f = d "/" $1 "_" $2 ".dat"; print $3, $5, $6, $7 >> f }' "$csv"
+if command -v gnuplot >/dev/null 2>&1; then
+  {
+    echo "set terminal pngcairo size 1400,640 noenhanced font ',10' || set terminal png size 1400,640"
+    echo "set output '$png'"
+    echo "set multiplot layout 1,2 title 'abar-bench: ns per phase (median, min-max bars), $(nproc) CPUs'"
+    for s in lat oversub; do
+      if [ $s = lat ]; then echo "set title 'pinned, T = 1..CPUs'"; else echo "set title 'oversubscribed, unpinned'"; fi
+      echo "set logscale y; set grid; set xlabel 'threads T'; set ylabel 'ns per phase'; set key left top font ',8'"
+      plots=()
+      for f in "$tmp"/${s}_*.dat; do
+        [ -e "$f" ] || continue
+        name=$(basename "$f" .dat); name=${name#${s}_}
+        plots+=("'$f' using 1:2:3:4 with yerrorlines title '$name'")
+      done
+      if [ ${#plots[@]} -gt 0 ]; then (IFS=,; echo "plot ${plots[*]}"); fi
+    done
+    echo "unset multiplot"
+  } >"$tmp/plot.gp"
+  gnuplot "$tmp/plot.gp" 2>"$tmp/gp.err" && echo "plot: $png" >&2 || { cat "$tmp/gp.err" >&2; echo "plot failed" >&2; }
+elif command -v python3 >/dev/null 2>&1 && python3 -c 'import matplotlib' 2>/dev/null; then
+  python3 "$here/plot.py" "$csv" "$png" && echo "plot: $png (matplotlib)" >&2
+else
+  echo "no gnuplot (apt-get install gnuplot-nox) and no matplotlib: no plot" >&2
+fi
