@@ -1,0 +1,96 @@
+/*
+ * team_internal.h - the private layout of a launch: pool, slots, teams.
+ *
+ * The pool has `nthreads` workers; worker 0 is the thread that calls
+ * abar_run.  A launch cuts the workers into K *slots* of C = team_size *
+ * cluster_size threads; slot k runs clusters k, k+K, k+2K, ... (the waves).
+ * Each slot holds the barriers and shared memory of one resident cluster:
+ *
+ *   team.tbar   team barrier (team_size)
+ *   team.tcbar  team stage of the cluster barrier (team_size); its completion
+ *               arrives on slot.cbar (only when cluster_size > 1)
+ *   slot.cbar   cluster stage (cluster_size: one arrival per team)
+ *   slot.sbar   between waves (C): its completion re-initialises the above
+ *
+ * A thread leaving the kernel drops out of tbar and tcbar, so peers that
+ * still synchronise never wait for it.
+ */
+#ifndef ABAR_TEAM_INTERNAL_H
+#define ABAR_TEAM_INTERNAL_H
+
+#include "abar_team.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct abar__slot;
+
+struct abar__team {
+    abar_t tbar;
+    abar_t tcbar;
+    struct abar__slot *slot;
+    unsigned char *shared;     /* this team's shared memory */
+    _Atomic unsigned live;     /* threads still in the kernel (cluster_size > 1 only) */
+    /* The cbar token of tcbar phase p, stored by tcbar's completion in
+     * ctok[p & 1] before tcbar's release; read by the team's waiters after it. */
+    abar_token_t ctok[2];
+};
+
+struct abar__slot {
+    abar_t cbar;
+    abar_t sbar;
+    struct abar__launch *L;
+    struct abar__team *teams;  /* cluster_size of them */
+    unsigned cluster;          /* the resident cluster (written by the caller or sbar's completion) */
+    bool stop;                 /* set by sbar's completion after an abort: no next wave */
+};
+
+/* One launch: written by the caller before the start barrier, read-only after. */
+struct abar__launch {
+    abar_launch_t cfg;
+    abar_kernel_fn *kernel;
+    void *arg;
+    unsigned clusters;         /* teams / cluster_size */
+    unsigned K;                /* resident clusters (slots) */
+    unsigned C;                /* threads per cluster */
+    size_t shared_stride;      /* bytes between two teams' shared memory */
+    struct abar__slot *slots;
+    _Atomic int abort_code;    /* first abar_abort's code, else 0 */
+    pthread_mutex_t lock;      /* orders abort's cancels with sbar's re-inits */
+};
+
+struct abar_thread {
+    struct abar__launch *L;
+    struct abar__slot *slot;
+    struct abar__team *team;
+    unsigned thread_rank, team_rank, cluster_rank, cluster_index;
+    bool team_pending, cluster_pending; /* arrived, not yet waited (seed 004's rule) */
+    abar_token_t team_tok, cluster_tok;
+    unsigned cluster_idx;      /* ctok slot of the pending cluster arrival */
+    uint64_t cluster_phases;   /* this thread's arrivals on tcbar: its phase number */
+};
+
+/* team_sync.c */
+extern _Thread_local abar_thread_t *abar__team_self; /* inside a kernel: its self */
+void abar__team_exit(abar_thread_t *self);           /* leave the kernel: drop out of the barriers */
+int abar__team_init_cluster(struct abar__slot *s);   /* (re)initialise a slot's barriers */
+
+/* team_topo.c: the CPU order for pinning and its cache groups.
+ * Fills order[0..n) with the allowed CPUs sorted so that CPUs sharing the
+ * last-level cache (then the L2) are adjacent, and group[i] with the
+ * last-level cache group of order[i] (0, 1, ...).  Reads
+ * <root>/cpuN/cache/indexI/{level,shared_cpu_list}; if that cannot be read,
+ * keeps cpus' order in one group and returns ENOENT (else 0). */
+int abar__team_topology(const char *root, const int *cpus, int n, int *order, int *group);
+/* Parses a sysfs cpu list ("0-3,8,10-11") into a bitmap of `bits` bits;
+ * returns the number of CPUs set, -1 if malformed. */
+int abar__team_cpulist(const char *s, unsigned char *bitmap, int bits);
+/* Cuts workers 0..P-1 (worker w on group grp[w]) into slots of C: whole
+ * slots inside a group first, then the leftovers in worker order.  Writes
+ * slot_of[w] (or -1) and rank_of[w]; returns the number of slots. */
+unsigned abar__team_place(unsigned P, unsigned C, const int *grp, int *slot_of, int *rank_of);
+
+#endif

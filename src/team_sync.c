@@ -1,0 +1,240 @@
+/* team_sync.c - inside a kernel: ranks, shared memory, team and cluster
+ * barriers with seed 004's collective rule checked, abort. */
+#include "abar_internal.h"
+#include "team_internal.h"
+
+#include <errno.h>
+#include <stdint.h>
+
+_Thread_local abar_thread_t *abar__team_self;
+
+/* ---- where am I ----------------------------------------------------------- */
+
+unsigned abar_thread_rank(const abar_thread_t *self) { return self ? self->thread_rank : 0; }
+unsigned abar_team_size(const abar_thread_t *self) { return self ? self->L->cfg.team_size : 0; }
+unsigned abar_team_rank(const abar_thread_t *self) { return self ? self->team_rank : 0; }
+unsigned abar_team_count(const abar_thread_t *self) { return self ? self->L->cfg.teams : 0; }
+unsigned abar_cluster_rank(const abar_thread_t *self) { return self ? self->cluster_rank : 0; }
+unsigned abar_cluster_size(const abar_thread_t *self) { return self ? self->L->cfg.cluster_size : 0; }
+unsigned abar_cluster_index(const abar_thread_t *self) { return self ? self->cluster_index : 0; }
+unsigned abar_cluster_count(const abar_thread_t *self) { return self ? self->L->clusters : 0; }
+
+/* ---- shared memory -------------------------------------------------------- */
+
+void *abar_team_shared(const abar_thread_t *self)
+{
+    if (self == NULL || self->L->cfg.shared_bytes == 0) return NULL;
+    return self->team->shared;
+}
+
+void *abar_cluster_map_shared(const abar_thread_t *self, const void *addr, unsigned rank)
+{
+    if (self == NULL || self->L->cfg.shared_bytes == 0 || rank >= self->L->cfg.cluster_size) {
+        errno = EINVAL;
+        return NULL;
+    }
+    uintptr_t base = (uintptr_t)self->team->shared, a = (uintptr_t)addr;
+    if (a < base || a - base >= self->L->cfg.shared_bytes) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return self->slot->teams[rank].shared + (a - base);
+}
+
+/* ---- the barriers of a resident cluster ------------------------------------- */
+
+/* tcbar's completion: the team's last arrival of a phase carries the team's
+ * arrival to the cluster stage.  Runs before tcbar's release, so the token
+ * stored here is visible to every waiter released from this phase.  When
+ * every thread of the team has left the kernel (live == 0: each thread
+ * decrements it before its final drop on tcbar, and this completion runs
+ * after all of them, through the acq_rel chain of arrivals on tcbar), the
+ * team leaves the cluster barrier as well. */
+static void team_stage_done(void *arg)
+{
+    struct abar__team *t = arg;
+    /* abar_phase is still the completing phase p here; every thread of the
+     * team arrives once a phase, so p is also the count of its earlier
+     * arrivals, which is how a waiter finds ctok[p & 1]. */
+    uint64_t p = abar_phase(&t->tcbar);
+    abar_token_t ct;
+    /* relaxed: ordered by the arrivals' release/acquire chain on tcbar (above) */
+    if (atomic_load_explicit(&t->live, memory_order_relaxed) == 0) {
+        int r = abar_arrive_and_drop(&t->slot->cbar);
+        ct = r ? tok_error(r) : tok_error(ECANCELED); /* nobody waits on it */
+    } else {
+        ct = abar_arrive(&t->slot->cbar);
+    }
+    t->ctok[p & 1] = ct;
+}
+
+int abar__team_init_cluster(struct abar__slot *s)
+{
+    const abar_launch_t *cfg = &s->L->cfg;
+    int r = 0;
+    /* Nobody is inside these barriers now (the launch has not started, or
+     * every thread of the slot is in sbar), so destroy cannot be EBUSY; a
+     * barrier never initialised reads as not live and destroy is EINVAL. */
+    (void)abar_destroy(&s->cbar);
+    r |= abar_init(&s->cbar, cfg->cluster_size, NULL);
+    for (unsigned i = 0; i < cfg->cluster_size; i++) {
+        struct abar__team *t = &s->teams[i];
+        abar_attr_t stage = { team_stage_done, t, 0 };
+        (void)abar_destroy(&t->tbar);
+        (void)abar_destroy(&t->tcbar);
+        r |= abar_init(&t->tbar, cfg->team_size, NULL);
+        r |= abar_init(&t->tcbar, cfg->team_size, cfg->cluster_size > 1 ? &stage : NULL);
+        t->slot = s;
+        atomic_store_explicit(&t->live, cfg->team_size, memory_order_relaxed);
+    }
+    return r ? EINVAL : 0;
+}
+
+/* The checks every collective call makes: a live self, in its own thread. */
+static inline bool self_ok(const abar_thread_t *self)
+{
+    return self != NULL && self == abar__team_self;
+}
+
+/* ---- team barrier --------------------------------------------------------- */
+
+abar_token_t abar_team_arrive(abar_thread_t *self)
+{
+    if (!self_ok(self)) return tok_error(EINVAL);
+    if (self->team_pending) return tok_error(EALREADY); /* second arrive in a phase */
+    abar_token_t t = abar_arrive(&self->team->tbar);
+    if (abar_token_error(t) == 0) {
+        self->team_pending = true;
+        self->team_tok = t;
+    }
+    return t;
+}
+
+int abar_team_wait(abar_thread_t *self, abar_token_t t)
+{
+    if (!self_ok(self)) return EINVAL;
+    int e = abar_token_error(t);
+    if (e) return e; /* the error its arrive reported */
+    if (!self->team_pending || t.raw != self->team_tok.raw || t.id != self->team_tok.id)
+        return EINVAL; /* no arrive to wait for, or not its token: consumed once */
+    int r = abar_wait(&self->team->tbar, t);
+    if (r == 0 || r == ECANCELED) self->team_pending = false;
+    return r;
+}
+
+int abar_team_sync(abar_thread_t *self)
+{
+    if (!self_ok(self)) return EINVAL;
+    if (self->team_pending) return EALREADY;
+    return abar_arrive_and_wait(&self->team->tbar);
+}
+
+/* ---- cluster barrier: the team stage, then the cluster stage --------------- */
+
+abar_token_t abar_cluster_arrive(abar_thread_t *self)
+{
+    if (!self_ok(self)) return tok_error(EINVAL);
+    if (self->cluster_pending) return tok_error(EALREADY);
+    abar_token_t t = abar_arrive(&self->team->tcbar);
+    if (abar_token_error(t) == 0) {
+        self->cluster_pending = true;
+        self->cluster_tok = t;
+        self->cluster_idx = (unsigned)(self->cluster_phases++ & 1);
+    }
+    return t;
+}
+
+/* Waits for the team stage of phase t (after it the team's arrival on the
+ * cluster stage has been made and its token stored), then the cluster stage. */
+static int cluster_wait(abar_thread_t *self, abar_token_t t, unsigned idx)
+{
+    struct abar__team *team = self->team;
+    int r = abar_wait(&team->tcbar, t);
+    if (r || self->L->cfg.cluster_size == 1) return r; /* one team: the stage is the cluster */
+    /* Read after tcbar's release (acquire in abar_wait): the completion's store. */
+    abar_token_t ct = team->ctok[idx];
+    return abar_wait(&self->slot->cbar, ct);
+}
+
+int abar_cluster_wait(abar_thread_t *self, abar_token_t t)
+{
+    if (!self_ok(self)) return EINVAL;
+    int e = abar_token_error(t);
+    if (e) return e;
+    if (!self->cluster_pending || t.raw != self->cluster_tok.raw || t.id != self->cluster_tok.id)
+        return EINVAL;
+    int r = cluster_wait(self, t, self->cluster_idx);
+    if (r == 0 || r == ECANCELED) self->cluster_pending = false;
+    return r;
+}
+
+int abar_cluster_sync(abar_thread_t *self)
+{
+    if (!self_ok(self)) return EINVAL;
+    if (self->cluster_pending) return EALREADY;
+    abar_token_t t = abar_arrive(&self->team->tcbar);
+    int e = abar_token_error(t);
+    return e ? e : cluster_wait(self, t, (unsigned)(self->cluster_phases++ & 1));
+}
+
+/* ---- leaving the kernel ------------------------------------------------------ */
+
+/* A thread that returns from the kernel drops out of its team's barriers so
+ * that peers still synchronising never wait for it.  An arrival it left
+ * pending is counted in its phase already; it waits for that phase (which
+ * needs only the peers) and drops from the next. */
+void abar__team_exit(abar_thread_t *self)
+{
+    struct abar__team *team = self->team;
+    const abar_launch_t *cfg = &self->L->cfg;
+    if (self->team_pending) {
+        (void)abar_wait(&team->tbar, self->team_tok);
+        self->team_pending = false;
+    }
+    if (self->cluster_pending) {
+        (void)cluster_wait(self, self->cluster_tok, self->cluster_idx);
+        self->cluster_pending = false;
+    }
+    if (cfg->team_size > 1) (void)abar_arrive_and_drop(&team->tbar);
+    if (cfg->cluster_size > 1) {
+        /* release: pairs with team_stage_done's read (through tcbar's chain). */
+        atomic_fetch_sub_explicit(&team->live, 1, memory_order_release);
+        (void)abar_arrive_and_drop(&team->tcbar);
+    } else if (cfg->team_size > 1) {
+        (void)abar_arrive_and_drop(&team->tcbar);
+    }
+}
+
+/* ---- failure ------------------------------------------------------------------ */
+
+int abar_abort(abar_thread_t *self, int code)
+{
+    if (!self_ok(self) || code == 0) return EINVAL;
+    struct abar__launch *L = self->L;
+    int zero = 0;
+    /* acq_rel: the first abort wins; abar_run reads the code after the done
+     * barrier, which orders it after this. */
+    if (!atomic_compare_exchange_strong_explicit(&L->abort_code, &zero, code,
+                                                 memory_order_acq_rel, memory_order_acquire))
+        return 0; /* already aborted: the first code stands */
+    /* The lock orders these cancels with a re-initialisation between waves:
+     * either the wave sees the code and does not start, or its barriers are
+     * cancelled here. */
+    pthread_mutex_lock(&L->lock);
+    for (unsigned k = 0; k < L->K; k++) {
+        struct abar__slot *s = &L->slots[k];
+        (void)abar_cancel(&s->cbar);
+        for (unsigned i = 0; i < L->cfg.cluster_size; i++) {
+            (void)abar_cancel(&s->teams[i].tbar);
+            (void)abar_cancel(&s->teams[i].tcbar);
+        }
+    }
+    pthread_mutex_unlock(&L->lock);
+    return 0;
+}
+
+int abar_aborted(const abar_thread_t *self)
+{
+    if (self == NULL) return 0;
+    return atomic_load_explicit(&self->L->abort_code, memory_order_acquire);
+}
