@@ -95,14 +95,53 @@ static void pt_aw(void *b, void *ts)
     if (r != 0 && r != PTHREAD_BARRIER_SERIAL_THREAD) fail("pthread", "pthread_barrier_wait", r);
 }
 
+/* ---- a plain C11 sense-reversing counter: what one shared counter costs ------- *
+ * No features (no tokens, arrive_n, drop, cancel, completion, parking): the
+ * floor for any single-counter algorithm, abar's included. */
+struct c11c {
+    _Atomic unsigned count __attribute__((aligned(64)));
+    _Atomic unsigned gen;
+    unsigned n;
+};
+static void *c11c_create(unsigned n, void (*fn)(void *), void *arg)
+{
+    (void)fn; (void)arg;
+    struct c11c *c = aligned_alloc(64, sizeof *c);
+    if (!c) abort();
+    atomic_init(&c->count, n);
+    atomic_init(&c->gen, 0);
+    c->n = n;
+    return c;
+}
+static void c11c_aw(void *b, void *ts)
+{
+    (void)ts;
+    struct c11c *c = b;
+    unsigned g = atomic_load_explicit(&c->gen, memory_order_relaxed);
+    /* acq_rel: the arrivals form a release sequence the last one acquires */
+    if (atomic_fetch_sub_explicit(&c->count, 1, memory_order_acq_rel) == 1) {
+        atomic_store_explicit(&c->count, c->n, memory_order_relaxed);
+        atomic_store_explicit(&c->gen, g + 1, memory_order_release);
+    } else {
+        while (atomic_load_explicit(&c->gen, memory_order_acquire) == g) cpu_relax();
+    }
+}
+
+#ifndef ABAR_BENCH_ABAR_TAG
+#define ABAR_BENCH_ABAR_TAG "abar" /* a build against a variant of src/ renames its rows */
+#endif
+
 static const bimpl_t base_impls[] = {
-    { "abar-default", 1, 1, abar_mk_default, abar_free, abar_ts_new, plain_free, abar_aw, abar_arr, abar_wt },
-    { "abar-spin", 1, 1, abar_mk_spin, abar_free, abar_ts_new, plain_free, abar_aw, abar_arr, abar_wt },
-    { "abar-park", 1, 1, abar_mk_park, abar_free, abar_ts_new, plain_free, abar_aw, abar_arr, abar_wt },
+    { ABAR_BENCH_ABAR_TAG "-default", 1, 1, abar_mk_default, abar_free, abar_ts_new, plain_free, abar_aw, abar_arr, abar_wt },
+    { ABAR_BENCH_ABAR_TAG "-spin", 1, 1, abar_mk_spin, abar_free, abar_ts_new, plain_free, abar_aw, abar_arr, abar_wt },
+    { ABAR_BENCH_ABAR_TAG "-park", 1, 1, abar_mk_park, abar_free, abar_ts_new, plain_free, abar_aw, abar_arr, abar_wt },
+#ifndef ABAR_BENCH_ABAR_ONLY
     { "pthread", 0, 0, pt_create, pt_destroy, NULL, NULL, pt_aw, NULL, NULL },
+    { "c11-central", 0, 0, c11c_create, plain_free, NULL, NULL, c11c_aw, NULL, NULL },
 #ifdef ABAR_BENCH_HAVE_STD
     { "std-barrier", 1, 1, stdb_create, stdb_destroy, stdb_thread_state, stdb_thread_free,
       stdb_arrive_and_wait, stdb_arrive, stdb_wait },
+#endif
 #endif
 };
 
@@ -347,7 +386,8 @@ static void scen_completion(const bopts_t *o)
             }
             stats_t st = stats_of(tm->rc.per_phase, tm->rc.nrec);
             char flags[16];
-            snprintf(flags, sizeof flags, "%s%s", tm->rc.capped ? "lb;" : "", im->completion ? "" : "emul");
+            snprintf(flags, sizeof flags, "%s%s%s", tm->rc.capped ? "lb" : "",
+                     tm->rc.capped && !im->completion ? ";" : "", im->completion ? "" : "emul");
             row("completion", im->name, T, psum ? "psum" : "empty", st, tm->rc.phases, "ns/phase", flags);
             free(tm->smem);
             free(tm);
@@ -373,7 +413,7 @@ int main(int argc, char **argv)
     bopts_t o = parse_opts(argc, argv, SCENARIOS);
     for (unsigned i = 0; i < PSUM_DATA; i++) psum_data[i] = (i * 0x9e3779b97f4a7c15u) >> 54;
     for (unsigned i = 0; i < sizeof base_impls / sizeof base_impls[0]; i++) impls[nimpls++] = &base_impls[i];
-#ifdef ABAR_BENCH_HAVE_CK
+#if defined(ABAR_BENCH_HAVE_CK) && !defined(ABAR_BENCH_ABAR_ONLY)
     for (unsigned i = 0; i < ck_nimpls; i++) impls[nimpls++] = &ck_impls[i];
 #endif
     if (scen_on(&o, "floor")) scen_floor(&o);

@@ -302,9 +302,9 @@ static inline bopts_t parse_opts(int argc, char **argv, const char *scens)
     o.warm = 1;
     o.rounds = rounds ? rounds : o.quick ? 5 : 11;
     if (o.rounds + o.warm > BENCH_MAX_ROUNDS) o.rounds = BENCH_MAX_ROUNDS - o.warm;
-    o.round_ns = o.quick ? 2000000u : 20000000u;         /* 2 ms / 20 ms a round */
-    o.cap_ns = o.quick ? 60000000u : 1000000000u;        /* wall limit of one row */
-    o.oversub_cap_ns = o.quick ? 60000000u : 1500000000u;
+    o.round_ns = o.quick ? 1000000u : 20000000u;         /* 1 ms / 20 ms a round */
+    o.cap_ns = o.quick ? 25000000u : 1000000000u;         /* wall limit of one row */
+    o.oversub_cap_ns = o.quick ? 25000000u : 1500000000u;
     o.burn_reps = o.quick ? 3 : 11;
     if (cpus_init() == 0) die("no CPU", EINVAL);
     if (o.max_threads == 0 || o.max_threads > bench_ncpus) o.max_threads = bench_ncpus;

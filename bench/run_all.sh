@@ -36,7 +36,9 @@ done
 
 csv=$out/bench.csv
 head -n1 "$tmp/abar-bench.csv" >"$csv" 2>/dev/null || echo "scenario,impl,threads,param,median,min,max,rounds,phases,unit,flags" >"$csv"
-for f in "$tmp"/*.csv; do tail -n +2 "$f"; done >>"$csv"
+for b in abar-bench abar-bench-omp-gomp abar-bench-omp-llvm; do
+  if [ -e "$tmp/$b.csv" ]; then tail -n +2 "$tmp/$b.csv"; fi
+done >>"$csv"
 
 # ---- tables -----------------------------------------------------------------
 tables() {
@@ -68,7 +70,7 @@ tables() {
     for (j = 1; j <= nt; j++) {
       b = -1; bn = "-"
       for (i = 1; i <= ni; i++) {
-        if (im[i] ~ /^abar-/ || im[i] ~ /^pingpong/) continue
+        if (im[i] ~ /^(abar|pingpong|c11)/) continue
         k = s SUBSEP im[i] SUBSEP tt[j] SUBSEP "-"
         if ((k in med) && (b < 0 || med[k] < b)) { b = med[k]; bn = im[i] }
       }
@@ -110,7 +112,7 @@ awk -F, -v d="$tmp" 'NR > 1 && ($1 == "lat" || $1 == "oversub") && $4 == "-" {
     f = d "/" $1 "_" $2 ".dat"; print $3, $5, $6, $7 >> f }' "$csv"
 if command -v gnuplot >/dev/null 2>&1; then
   {
-    echo "set terminal pngcairo size 1400,640 noenhanced font ',10' || set terminal png size 1400,640"
+    echo "set terminal pngcairo size 1400,640 noenhanced font ',10'"
     echo "set output '$png'"
     echo "set multiplot layout 1,2 title 'abar-bench: ns per phase (median, min-max bars), $(nproc) CPUs'"
     for s in lat oversub; do
