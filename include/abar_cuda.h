@@ -146,9 +146,27 @@ ABAR_CUDA__INL unsigned abar_cuda__lane(void)
     return l;
 }
 
+#ifdef ABAR_CHECKED
+/* Checked build: where the host points this at host-mapped memory
+ * (cudaMemcpyToSymbol), a trap also leaves its rule there, readable after the
+ * context is lost.  One per translation unit. */
+#define ABAR_CUDA_MSG_LEN 256
+static __device__ char *abar_cuda_checked_msg;
+#endif
+
 /* Traps with a message naming the broken rule. */
 ABAR_CUDA__INL void abar_cuda__fail(const char *rule, const void *bar, unsigned phase)
 {
+#ifdef ABAR_CHECKED
+    char *m = abar_cuda_checked_msg;
+    if (m) {
+        unsigned i = 0;
+        for (; rule[i] && i < ABAR_CUDA_MSG_LEN - 1; i++)
+            m[i] = rule[i];
+        m[i] = 0;
+        __threadfence_system();
+    }
+#endif
     printf("abar_cuda: rule broken: %s (barrier %p, phase %u, block %u, thread %u)\n",
            rule, bar, phase,
            blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z),
@@ -238,7 +256,9 @@ ABAR_CUDA__INL int abar_cuda_ptx_mbarrier_test_wait_parity(unsigned addr, unsign
     return (int)ok;
 }
 
-#if ABAR_CUDA__SM90
+/* The sm_90 wrappers are declared for sm_90 device code (and the host pass,
+ * which compiles no device code); for sm_80 calling one is a compile error. */
+#if ABAR_CUDA__SM90 || !defined(__CUDA_ARCH__)
 /* mbarrier.try_wait (sm_90): like test_wait, but the thread may be suspended
  * in hardware until the phase completes or a system time limit passes. */
 ABAR_CUDA__INL int abar_cuda_ptx_mbarrier_try_wait(unsigned addr, unsigned long long state)
@@ -421,7 +441,7 @@ ABAR_CUDA__INL void abar_cuda_ptx_fence_proxy_async(void)
 {
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
-#endif /* ABAR_CUDA__SM90 */
+#endif /* ABAR_CUDA__SM90 || host pass */
 
 /* atom.add.acq_rel.cta.shared.u32: the software arrival counters. */
 ABAR_CUDA__INL unsigned abar_cuda_ptx_atom_add_acq_rel(unsigned addr, unsigned v)
