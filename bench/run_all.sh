@@ -32,12 +32,22 @@ for b in abar-bench abar-bench-omp-gomp abar-bench-omp-llvm; do
     echo "== $b: not built, skipped" >&2
   fi
 done
+# experimental builds against variants of src/ (scripts/bench_device.sh): abar rows only
+for v in "$bin"/abar-bench-var-*; do
+  [ -x "$v" ] || continue
+  b=$(basename "$v")
+  echo "== $b ${args[*]:-} --only ${ABAR_BENCH_VAR_ONLY:-lat}" >&2
+  "$v" "${args[@]}" --only "${ABAR_BENCH_VAR_ONLY:-lat}" --csv "$tmp/$b.csv" >&2
+done
 [ $n -gt 0 ] || { echo "abar-bench-all: no benchmark binary in $bin" >&2; exit 1; }
 
 csv=$out/bench.csv
 head -n1 "$tmp/abar-bench.csv" >"$csv" 2>/dev/null || echo "scenario,impl,threads,param,median,min,max,rounds,phases,unit,flags" >"$csv"
 for b in abar-bench abar-bench-omp-gomp abar-bench-omp-llvm; do
   if [ -e "$tmp/$b.csv" ]; then tail -n +2 "$tmp/$b.csv"; fi
+done >>"$csv"
+for f in "$tmp"/abar-bench-var-*.csv; do
+  if [ -e "$f" ]; then tail -n +2 "$f"; fi
 done >>"$csv"
 
 # ---- tables -----------------------------------------------------------------

@@ -19,13 +19,31 @@ shift || true
 
 case $cmd in
 prepare)
+  # Built from a clean export of HEAD (not the working tree), so the rows
+  # name one commit: .carry/COMMIT.
   build=$root/build-bench-device
-  cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DABAR_BUILD_BENCH=ON -DABAR_BENCH_STATIC=ON "$@" >/dev/null
-  cmake --build "$build" -j2 --target abar-bench abar-bench-omp-gomp-bin abar-bench-omp-llvm-bin
+  rm -rf "$build/tree"
+  mkdir -p "$build/tree"
+  git -C "$root" archive HEAD | tar -x -C "$build/tree"
+  cmake -S "$build/tree" -B "$build/b" -DCMAKE_BUILD_TYPE=Release -DABAR_BUILD_BENCH=ON -DABAR_BENCH_STATIC=ON \
+    -DBUILD_TESTING=OFF "$@" >/dev/null
+  cmake --build "$build/b" -j2 --target abar-bench abar-bench-omp-gomp-bin abar-bench-omp-llvm-bin >/dev/null
   rm -rf "$root/.carry/bin" "$root/.carry/lib"
   mkdir -p "$root/.carry/bin" "$root/.carry/lib"
+  git -C "$root" rev-parse HEAD >"$root/.carry/COMMIT"
   for b in abar-bench abar-bench-omp-gomp abar-bench-omp-llvm; do
-    if [ -x "$build/bench/$b" ]; then cp "$build/bench/$b" "$root/.carry/bin/"; fi
+    if [ -x "$build/b/bench/$b" ]; then cp "$build/b/bench/$b" "$root/.carry/bin/"; fi
+  done
+  # Variants of src/ to measure (ABAR_BENCH_VARIANTS="name:patch.py ..."):
+  # each patch script edits a copy of src/; its abar rows are renamed.
+  for v in ${ABAR_BENCH_VARIANTS:-}; do
+    name=${v%%:*}; patch=${v#*:}
+    rm -rf "$build/var-$name"; cp -r "$build/tree" "$build/var-$name"
+    python3 "$patch" "$build/var-$name/src"
+    cmake -S "$build/var-$name" -B "$build/var-$name/b" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
+      -DABAR_BENCH_VARIANT="$name" >/dev/null
+    cmake --build "$build/var-$name/b" -j2 --target abar-bench >/dev/null
+    cp "$build/var-$name/b/bench/abar-bench" "$root/.carry/bin/abar-bench-var-$name"
   done
   # shared libraries the binaries still need, other than glibc's
   for b in "$root"/.carry/bin/*; do
