@@ -332,5 +332,9 @@ TEST(inspectors_outside_a_kernel)
 /* The ENOMEM cases ask for impossible sizes: under ASan, return NULL as libc does. */
 const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
+/* ...and under TSan, which also must let fork_after_launch fork a process
+ * that has pool threads. */
+const char *__tsan_default_options(void);
+const char *__tsan_default_options(void) { return "allocator_may_return_null=1 die_after_fork=0"; }
 
 int main(int argc, char **argv) { return harness_main(argc, argv); }
