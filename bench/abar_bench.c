@@ -135,13 +135,11 @@ static const bimpl_t base_impls[] = {
     { ABAR_BENCH_ABAR_TAG "-default", 1, 1, abar_mk_default, abar_free, abar_ts_new, plain_free, abar_aw, abar_arr, abar_wt },
     { ABAR_BENCH_ABAR_TAG "-spin", 1, 1, abar_mk_spin, abar_free, abar_ts_new, plain_free, abar_aw, abar_arr, abar_wt },
     { ABAR_BENCH_ABAR_TAG "-park", 1, 1, abar_mk_park, abar_free, abar_ts_new, plain_free, abar_aw, abar_arr, abar_wt },
-#ifndef ABAR_BENCH_ABAR_ONLY
     { "pthread", 0, 0, pt_create, pt_destroy, NULL, NULL, pt_aw, NULL, NULL },
     { "c11-central", 0, 0, c11c_create, plain_free, NULL, NULL, c11c_aw, NULL, NULL },
 #ifdef ABAR_BENCH_HAVE_STD
     { "std-barrier", 1, 1, stdb_create, stdb_destroy, stdb_thread_state, stdb_thread_free,
       stdb_arrive_and_wait, stdb_arrive, stdb_wait },
-#endif
 #endif
 };
 
@@ -413,8 +411,11 @@ int main(int argc, char **argv)
     bopts_t o = parse_opts(argc, argv, SCENARIOS);
     for (unsigned i = 0; i < PSUM_DATA; i++) psum_data[i] = (i * 0x9e3779b97f4a7c15u) >> 54;
     for (unsigned i = 0; i < sizeof base_impls / sizeof base_impls[0]; i++) impls[nimpls++] = &base_impls[i];
-#if defined(ABAR_BENCH_HAVE_CK) && !defined(ABAR_BENCH_ABAR_ONLY)
+#ifdef ABAR_BENCH_HAVE_CK
     for (unsigned i = 0; i < ck_nimpls; i++) impls[nimpls++] = &ck_impls[i];
+#endif
+#ifdef ABAR_BENCH_ABAR_ONLY
+    nimpls = 3; /* a variant build: its abar rows only */
 #endif
     if (scen_on(&o, "floor")) scen_floor(&o);
     if (scen_on(&o, "lat")) scen_lat(&o);
