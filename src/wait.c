@@ -28,17 +28,16 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
     uint64_t s;
     int r;
 
-    /* Spin first, unless told to park at once, or unless more threads wait
-     * than there are CPUs (then spinning only steals the CPU from the thread
-     * we wait for). */
+    /* Spin first (bounded in time), unless told to park at once.  When more
+     * threads wait than there are CPUs, spinning would steal the CPU from
+     * the threads we wait for: then each round yields it instead. */
     uint64_t budget = b->flags & ABAR_WAIT_PARK ? 0 : abar__spin_ns();
-    if (!(b->flags & ABAR_WAIT_SPIN) &&
-        atomic_load_explicit(&b->inside, memory_order_relaxed) >= abar__ncpu())
-        budget = 0;
+    bool oversubscribed =
+        atomic_load_explicit(&b->inside, memory_order_relaxed) > abar__ncpu();
     uint64_t deadline = abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec
                                 : UINT64_MAX;
     uint64_t t0 = budget || abstime ? abar__now_ns() : 0;
-    for (unsigned i = 1;; i++) {
+    for (unsigned i = 1; budget || (b->flags & ABAR_WAIT_SPIN); i++) {
         /* acquire: pairs with the completer's release CAS; after it we see
          * every arrival's and the completion's writes. */
         s = atomic_load_explicit(&b->state, memory_order_acquire);
@@ -48,16 +47,16 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
             uint64_t cur = abar__snapshot(b, &s);
             if ((r = judge(b, t, cur, s)) != EBUSY) return r;
         }
-        abar__pause();
-        if (i % 64 == 0) {
+        if (oversubscribed) sched_yield();
+        else abar__pause();
+        if (i % 64 == 0 || oversubscribed) {
             uint64_t now = abar__now_ns();
             if (now >= deadline) return ETIMEDOUT;
             if (now - t0 >= budget) {
                 if (!(b->flags & ABAR_WAIT_SPIN)) break;
-                /* A spinner past its budget keeps spinning but lets the CPU go
-                 * once a round: with more threads than CPUs, the thread it
-                 * waits for may need this one. */
-                sched_yield();
+                /* A spinner past its budget never parks, but lets the CPU go
+                 * each round: the thread it waits for may need it. */
+                oversubscribed = true;
             }
         }
     }
