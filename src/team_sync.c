@@ -180,28 +180,38 @@ int abar_cluster_sync(abar_thread_t *self)
 /* ---- leaving the kernel ------------------------------------------------------ */
 
 /* A thread that returns from the kernel drops out of its team's barriers so
- * that peers still synchronising never wait for it.  An arrival it left
- * pending is counted in its phase already; it waits for that phase (which
- * needs only the peers) and drops from the next. */
+ * that peers still synchronising never wait for it.  It first leaves the
+ * barriers it has no arrival pending on (a peer may need that to reach its
+ * own next arrival); an arrival it left pending is counted in its phase
+ * already, so it waits for that phase (which needs only the peers) and drops
+ * from the next. */
+static void leave_team_stage(abar_thread_t *self)
+{
+    struct abar__team *team = self->team;
+    if (self->L->cfg.cluster_size > 1) {
+        /* release: pairs with team_stage_done's read (through tcbar's chain). */
+        atomic_fetch_sub_explicit(&team->live, 1, memory_order_release);
+        (void)abar_arrive_and_drop(&team->tcbar);
+    } else if (self->L->cfg.team_size > 1) {
+        (void)abar_arrive_and_drop(&team->tcbar);
+    }
+}
+
 void abar__team_exit(abar_thread_t *self)
 {
     struct abar__team *team = self->team;
-    const abar_launch_t *cfg = &self->L->cfg;
+    bool solo = self->L->cfg.team_size == 1;
+    if (!self->team_pending && !solo) (void)abar_arrive_and_drop(&team->tbar);
+    if (!self->cluster_pending) leave_team_stage(self);
     if (self->team_pending) {
         (void)abar_wait(&team->tbar, self->team_tok);
         self->team_pending = false;
+        if (!solo) (void)abar_arrive_and_drop(&team->tbar);
     }
     if (self->cluster_pending) {
         (void)cluster_wait(self, self->cluster_tok, self->cluster_idx);
         self->cluster_pending = false;
-    }
-    if (cfg->team_size > 1) (void)abar_arrive_and_drop(&team->tbar);
-    if (cfg->cluster_size > 1) {
-        /* release: pairs with team_stage_done's read (through tcbar's chain). */
-        atomic_fetch_sub_explicit(&team->live, 1, memory_order_release);
-        (void)abar_arrive_and_drop(&team->tcbar);
-    } else if (cfg->team_size > 1) {
-        (void)abar_arrive_and_drop(&team->tcbar);
+        leave_team_stage(self);
     }
 }
 

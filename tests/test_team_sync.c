@@ -181,6 +181,21 @@ static void leave_early(abar_thread_t *self, void *arg)
         if (abar_team_sync(self) || abar_cluster_sync(self)) { failed(1); return; }
 }
 
+/* A thread leaves with a cluster arrival pending while its team peer still
+ * syncs the team: it must leave the team barrier before it waits for the
+ * cluster phase (which needs the peer's arrival), or both would hang. */
+static void leave_pending_cluster(abar_thread_t *self, void *arg)
+{
+    (void)arg;
+    if (abar_thread_rank(self) == 0) { (void)abar_cluster_arrive(self); return; }
+    for (int i = 0; i < 50; i++)
+        if (abar_team_sync(self)) { failed(1); return; }
+    for (int i = 0; i < 10; i++)
+        if (abar_cluster_sync(self)) { failed(2); return; }
+}
+
+TEST(exit_with_pending_cluster_arrival) { launch(4, 2, 2, 2, 0, leave_pending_cluster, NULL, 0); }
+
 TEST(early_exit_never_blocks_peers) { launch(8, 2, 4, 2, 0, leave_early, NULL, 0); }
 
 static void team_leaves(abar_thread_t *self, void *arg)
