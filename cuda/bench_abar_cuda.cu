@@ -236,6 +236,68 @@ static void bench_completion(void)
     fflush(stdout);
 }
 
+/* ---- 2b. split overlap ---------------------------------------------- */
+
+/* Each iteration: write, synchronize, and K dependent FMAs of independent
+ * work; __syncthreads must do the work after the barrier, a split barrier
+ * does it between arrive and wait. */
+template <int M>
+__global__ void k_overlap(int iters, int k, float *sink)
+{
+    using lbar = cuda::barrier<cuda::thread_scope_block>;
+    __shared__ __align__(16) unsigned char lb_storage[sizeof(lbar)];
+    lbar &lb = *(lbar *)lb_storage;
+    __shared__ abar_cuda_bar_t ab;
+    __shared__ float slot[1024];
+    if (threadIdx.x == 0) {
+        init(&lb, blockDim.x);
+        abar_cuda_init(&ab, blockDim.x);
+    }
+    __syncthreads();
+    float x = (float)threadIdx.x, y = 0;
+    for (int i = 0; i < iters; i++) {
+        slot[threadIdx.x] = x;
+        if (M == 0) {
+            __syncthreads();
+            for (int j = 0; j < k; j++) x = fmaf(x, 0.999f, 1.0f);
+        } else if (M == 1) {
+            auto t = lb.arrive();
+            for (int j = 0; j < k; j++) x = fmaf(x, 0.999f, 1.0f);
+            lb.wait(std::move(t));
+        } else {
+            abar_cuda_token_t t = abar_cuda_arrive(&ab);
+            for (int j = 0; j < k; j++) x = fmaf(x, 0.999f, 1.0f);
+            abar_cuda_wait(&ab, t);
+        }
+        y += slot[(threadIdx.x + 1) % blockDim.x];
+        if (M == 0) __syncthreads();
+        else if (M == 1) lb.arrive_and_wait();
+        else abar_cuda_arrive_and_wait(&ab);
+    }
+    if (x + y == 0.123f)
+        *sink = x;
+}
+
+static void bench_overlap(void)
+{
+    printf("\n## 2b. Split overlap: one block of 256 threads, per iteration a write, a barrier with K dependent "
+           "FMAs of independent work, a read, a barrier: ns per iteration\n\n");
+    printf("| method | K=0 | K=32 | K=128 | K=512 |\n|---|---:|---:|---:|---:|\n");
+    const char *names[3] = {"__syncthreads, then the work", "cuda::barrier arrive, work, wait",
+                            "abar arrive, work, wait"};
+    void (*ks[3])(int, int, float *) = {k_overlap<0>, k_overlap<1>, k_overlap<2>};
+    for (int m = 0; m < 3; m++) {
+        printf("| %s |", names[m]);
+        for (int k : {0, 32, 128, 512}) {
+            int it = ITERS / 4;
+            double ms = time_best([&] { ks[m]<<<1, 256>>>(it, k, (float *)g_sink); });
+            printf(" %.1f |", ms * 1e6 / it);
+        }
+        printf("\n");
+    }
+    fflush(stdout);
+}
+
 /* ---- 3. whole GPU ------------------------------------------------------ */
 
 static void bench_whole_gpu(int sms)
@@ -504,6 +566,7 @@ int main(int argc, char **argv)
     CK(cudaMemset(g_sink, 0, sizeof(int)));
     bench_block();
     bench_completion();
+    bench_overlap();
     bench_whole_gpu(p.multiProcessorCount);
     bench_ring(p.multiProcessorCount, (size_t)1 << 26);
     bench_cluster();

@@ -401,7 +401,7 @@ __global__ void k_completion(int rounds, int mode, int *out)
             abar_cuda_cbar_wait(&b, t);
         }
         want += (long)T * (T - 1) / 2 + (long)T * r;
-        if (acc != (int)want || calls != r + 1)
+        if (acc != (int)want || calls != 2 * r + 1)
             errors++;
         /* the slots are rewritten next round: everyone must have read acc */
         abar_cuda_cbar_arrive_and_wait(&b);
@@ -794,7 +794,14 @@ static void t_misuse(const char *self, int which)
     char why[700];
     snprintf(why, sizeof why, "trapped=%d message-names-rule=%d; child said: %.500s", trapped, named,
              outp.c_str());
-    report(misuse_name[which], trapped && named, why);
+    if (trapped && named) {
+        /* show what the child printed: the device printf and the mapped copy */
+        std::string first = outp.substr(0, outp.find('\n'));
+        snprintf(why, sizeof why, "%s [%s]", misuse_name[which], first.c_str());
+        report(why, true, "");
+    } else {
+        report(misuse_name[which], false, why);
+    }
 }
 #endif
 

@@ -16,7 +16,7 @@
  * verbs on top):
  *   sm_80+  abar_cuda_bar_t  block barrier: init, arrive, arrive_n,
  *           arrive_and_drop, wait, wait_parity, current_parity, test,
- *           try_wait, arrive_and_wait; arrivals are warp-aggregated.
+ *           try_wait, arrive_and_wait.
  *   sm_80+  abar_cuda_cbar_t block barrier with a completion function, run by
  *           the last arriver before anyone is released (seed 001).
  *   sm_80+  abar_cuda_ring_t producer/consumer ring over full/empty pairs.
@@ -88,31 +88,28 @@ typedef struct abar_cuda_token {
 
 typedef void abar_cuda_completion_fn(void *arg);
 
-/* A block-scope barrier with a completion function (seed 001).  Arrivals
- * count down a software counter (one shared-memory atomic per warp); the last
- * arriver runs the completion and then completes the hardware mbarrier
- * (expected count 1) on which every waiter sleeps. */
+/* A block-scope barrier with a completion function (seed 001), still on
+ * the hardware mbarrier (libcu++ falls back to a software barrier): the
+ * last arriver is found from the pending count its own arrival returns,
+ * runs the completion, and only then completes the phase. */
 typedef struct abar_cuda_cbar {
-    unsigned long long mbar;        /* private: completes once per phase */
-    unsigned count;                 /* private: phase:11 | arrivals:21 */
-    unsigned expected;              /* private */
-    unsigned drops;                 /* private: drops to apply at the next completion */
-    unsigned pad_;
+    unsigned long long mbar;        /* private: expects the participants + 1 */
     abar_cuda_completion_fn *fn;    /* private */
     void *arg;                      /* private */
+    unsigned phase;                 /* private: completed phases (checked build) */
+    unsigned pad_;
 } abar_cuda_cbar_t;
 
-/* A cluster-wide split barrier on mbarriers (sm_90): each block counts its
- * own threads in software; the block's last arriving warp arrives remotely on
- * every peer's mbarrier, lanes in parallel.  Phases alternate between two
- * mbarriers so that a fast block's next-phase arrival can never be counted in
- * a slow block's current phase. */
+/* A cluster-wide split barrier on mbarriers (sm_90): each block's threads
+ * arrive on a local mbarrier (noComplete, as in abar_cuda_cbar_t); the
+ * block's last arriver arrives remotely on every block's cluster mbarrier.
+ * Phases alternate between two cluster mbarriers, so a fast block's
+ * next-phase arrival can never be counted in a slow block's current phase. */
 typedef struct abar_cuda_cluster_bar {
+    unsigned long long local;       /* private: block threads + 1 */
     unsigned long long mbar[2];     /* private: phase k completes on mbar[k & 1] */
-    unsigned count;                 /* private: phase:11 | arrivals:21 */
-    unsigned expected;              /* private: threads of this block */
+    unsigned phase;                 /* private: this block's next phase */
     unsigned blocks;                /* private: blocks in the cluster */
-    unsigned pad_;
 } abar_cuda_cluster_bar_t;
 
 /* A producer/consumer ring: full[i] and empty[i] guard slot i.  The struct is
@@ -137,13 +134,6 @@ typedef struct abar_cuda_ring_state {
 ABAR_CUDA__INL unsigned abar_cuda__smem(const void *p)
 {
     return (unsigned)__cvta_generic_to_shared(p);
-}
-
-ABAR_CUDA__INL unsigned abar_cuda__lane(void)
-{
-    unsigned l;
-    asm("mov.u32 %0, %%laneid;" : "=r"(l));
-    return l;
 }
 
 #ifdef ABAR_CHECKED
@@ -223,6 +213,14 @@ ABAR_CUDA__INL unsigned long long abar_cuda_ptx_mbarrier_arrive(unsigned addr, u
     return state;
 }
 
+/* mbarrier.arrive: one arrival (release, cta scope). */
+ABAR_CUDA__INL unsigned long long abar_cuda_ptx_mbarrier_arrive1(unsigned addr)
+{
+    unsigned long long state;
+    asm volatile("mbarrier.arrive.shared.b64 %0, [%1];" : "=l"(state) : "r"(addr) : "memory");
+    return state;
+}
+
 /* mbarrier.arrive_drop: one arrival now, and one fewer expected from the
  * next phase on. */
 ABAR_CUDA__INL unsigned long long abar_cuda_ptx_mbarrier_arrive_drop(unsigned addr)
@@ -230,6 +228,36 @@ ABAR_CUDA__INL unsigned long long abar_cuda_ptx_mbarrier_arrive_drop(unsigned ad
     unsigned long long state;
     asm volatile("mbarrier.arrive_drop.shared.b64 %0, [%1];" : "=l"(state) : "r"(addr) : "memory");
     return state;
+}
+
+/* mbarrier.arrive.noComplete: count arrivals that must not complete the
+ * phase (undefined if they would).  The state's pending count is the one
+ * before these arrivals: the only state mbarrier.pending_count accepts. */
+ABAR_CUDA__INL unsigned long long abar_cuda_ptx_mbarrier_arrive_nocomplete(unsigned addr, unsigned count)
+{
+    unsigned long long state;
+    asm volatile("mbarrier.arrive.noComplete.shared.b64 %0, [%1], %2;"
+                 : "=l"(state) : "r"(addr), "r"(count) : "memory");
+    return state;
+}
+
+/* mbarrier.arrive_drop.noComplete: as above, and one fewer expected from
+ * the next phase on. */
+ABAR_CUDA__INL unsigned long long abar_cuda_ptx_mbarrier_arrive_drop_nocomplete(unsigned addr)
+{
+    unsigned long long state;
+    asm volatile("mbarrier.arrive_drop.noComplete.shared.b64 %0, [%1], 1;"
+                 : "=l"(state) : "r"(addr) : "memory");
+    return state;
+}
+
+/* mbarrier.pending_count: arrivals still pending before the noComplete
+ * arrival that returned this state. */
+ABAR_CUDA__INL unsigned abar_cuda_ptx_mbarrier_pending_count(unsigned long long state)
+{
+    unsigned n;
+    asm volatile("mbarrier.pending_count.b64 %0, %1;" : "=r"(n) : "l"(state));
+    return n;
 }
 
 /* mbarrier.test_wait: never blocks; true once the phase of `state` is done.
@@ -443,15 +471,6 @@ ABAR_CUDA__INL void abar_cuda_ptx_fence_proxy_async(void)
 }
 #endif /* ABAR_CUDA__SM90 || host pass */
 
-/* atom.add.acq_rel.cta.shared.u32: the software arrival counters. */
-ABAR_CUDA__INL unsigned abar_cuda_ptx_atom_add_acq_rel(unsigned addr, unsigned v)
-{
-    unsigned old;
-    asm volatile("atom.acq_rel.cta.shared.add.u32 %0, [%1], %2;"
-                 : "=r"(old) : "r"(addr), "r"(v) : "memory");
-    return old;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Checked build: shadow phase                                              */
 /* ------------------------------------------------------------------------ */
@@ -565,44 +584,27 @@ ABAR_CUDA__INL void abar_cuda_destroy(abar_cuda_bar_t *b)
     abar_cuda_ptx_mbarrier_inval(abar_cuda__smem(&b->mbar));
 }
 
-/* n arrivals, warp-aggregated: when every active lane of the warp arrives on
- * the same barrier, one lane arrives for all of them with the summed count.
- * Memory order: __syncwarp orders each lane's earlier writes before the
- * leader's arrive, whose release (cumulative) publishes them to whoever
- * acquires the completed phase. */
+/* n arrivals (1 .. 2^20-1) by the calling thread, release at cta scope.
+ * Per thread, not warp-aggregated: measured on an H100, the shuffles and
+ * the single-lane branch of an aggregated arrive cost more (about 70 ns a
+ * phase) than 32 arrivals on one mbarrier, which the hardware absorbs. */
 ABAR_CUDA__INL abar_cuda_token_t abar_cuda_arrive_n(abar_cuda_bar_t *b, unsigned n)
 {
-    unsigned addr = abar_cuda__smem(&b->mbar);
-    unsigned mask = __activemask();
-    unsigned leader = __ffs(mask) - 1;
-    unsigned long long st = 0;
     unsigned ph = 0;
-    if (__all_sync(mask, __shfl_sync(mask, addr, leader) == addr)) {
-        unsigned total = (n == 1) ? (unsigned)__popc(mask) : __reduce_add_sync(mask, n);
-        __syncwarp(mask);
-        if (abar_cuda__lane() == leader) {
 #ifdef ABAR_CHECKED
-            ph = abar_cuda__shadow_arrive(b, total, 0);
+    ph = abar_cuda__shadow_arrive(b, n, 0);
 #endif
-            st = abar_cuda_ptx_mbarrier_arrive(addr, total);
-        }
-        st = __shfl_sync(mask, st, leader);
-#ifdef ABAR_CHECKED
-        ph = __shfl_sync(mask, ph, leader);
-#endif
-    } else {
-#ifdef ABAR_CHECKED
-        ph = abar_cuda__shadow_arrive(b, n, 0);
-#endif
-        st = abar_cuda_ptx_mbarrier_arrive(addr, n);
-    }
-    return abar_cuda__token(st, b, ph);
+    return abar_cuda__token(abar_cuda_ptx_mbarrier_arrive(abar_cuda__smem(&b->mbar), n), b, ph);
 }
 
 /* One arrival; returns the token of the phase it arrived in. */
 ABAR_CUDA__INL abar_cuda_token_t abar_cuda_arrive(abar_cuda_bar_t *b)
 {
-    return abar_cuda_arrive_n(b, 1);
+    unsigned ph = 0;
+#ifdef ABAR_CHECKED
+    ph = abar_cuda__shadow_arrive(b, 1, 0);
+#endif
+    return abar_cuda__token(abar_cuda_ptx_mbarrier_arrive1(abar_cuda__smem(&b->mbar)), b, ph);
 }
 
 /* Arrives, and expects one fewer arrival from the next phase on. */
@@ -688,109 +690,64 @@ ABAR_CUDA__INL int abar_cuda_try_wait(abar_cuda_bar_t *b, abar_cuda_token_t t, u
 #endif
 }
 
-/* Arrive, then wait for the phase.  Warp-aggregated both ways: when every
- * active lane uses the same barrier, one lane arrives for the warp and waits,
- * and __syncwarp hands what it acquired to the other lanes. */
+/* Arrive, then wait for the phase. */
 ABAR_CUDA__INL void abar_cuda_arrive_and_wait(abar_cuda_bar_t *b)
 {
-#ifdef ABAR_CHECKED
     abar_cuda_wait(b, abar_cuda_arrive(b));
-#else
-    unsigned addr = abar_cuda__smem(&b->mbar);
-    unsigned mask = __activemask();
-    unsigned leader = __ffs(mask) - 1;
-    if (__all_sync(mask, __shfl_sync(mask, addr, leader) == addr)) {
-        __syncwarp(mask);
-        if (abar_cuda__lane() == leader) {
-            unsigned long long st = abar_cuda_ptx_mbarrier_arrive(addr, (unsigned)__popc(mask));
-#if ABAR_CUDA__SM90
-            abar_cuda_ptx_mbarrier_wait_loop(addr, st);
-#else
-            while (!abar_cuda_ptx_mbarrier_test_wait(addr, st))
-                ;
-#endif
-        }
-        __syncwarp(mask);
-    } else {
-        abar_cuda_wait(b, abar_cuda__token(abar_cuda_ptx_mbarrier_arrive(addr, 1), b, 0));
-    }
-#endif
 }
 
 /* ------------------------------------------------------------------------ */
 /* Block barrier with a completion function                                 */
 /* ------------------------------------------------------------------------ */
 
-#define ABAR_CUDA__CNT_BITS 21u
-#define ABAR_CUDA__CNT_MASK ((1u << ABAR_CUDA__CNT_BITS) - 1)
-
-/* One thread; then __syncthreads.  fn may be NULL.  fn runs on the thread
- * whose arrival completes the phase, before any waiter is released. */
+/* One thread; then __syncthreads.  fn may be NULL.  The mbarrier expects
+ * expected + 1 arrivals: the participants arrive with .noComplete, so none of
+ * them can complete the phase; the one whose arrival leaves only the reserved
+ * arrival pending is the last, runs fn, and completes the phase with it. */
 ABAR_CUDA__INL int abar_cuda_cbar_init(abar_cuda_cbar_t *b, unsigned expected,
                                        abar_cuda_completion_fn *fn, void *arg)
 {
-    if (expected == 0 || expected > ABAR_CUDA_EXPECTED_MAX)
+    if (expected == 0 || expected >= ABAR_CUDA_EXPECTED_MAX)
         return ABAR_CUDA_EINVAL;
-    abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&b->mbar), 1);
-    b->count = 0;
-    b->expected = expected;
-    b->drops = 0;
+    abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&b->mbar), expected + 1);
     b->fn = fn;
     b->arg = arg;
+    b->phase = 0;
     abar_cuda_ptx_fence_mbarrier_init();
     return 0;
 }
 
-/* The counted arrival.  Returns the phase number it arrived in.  The
- * acq_rel RMWs on count form one release sequence, so the completing
- * arriver acquires every earlier arriver's writes; it then runs fn and
- * completes the mbarrier with a release, which each waiter acquires. */
-ABAR_CUDA__INL unsigned abar_cuda__cbar_count(abar_cuda_cbar_t *b, unsigned total, unsigned drop)
+/* After a noComplete arrival of n: the last arriver (pending was n + 1)
+ * acquires every earlier arrival's writes (their arrivals are releases; the
+ * fence after reading the count makes it an acquire), runs fn, and completes
+ * the phase with a release arrival that every waiter's wait acquires: what
+ * fn wrote is visible to every released thread (seed 001). */
+ABAR_CUDA__INL void abar_cuda__cbar_after(abar_cuda_cbar_t *b, unsigned long long st, unsigned n)
 {
-    /* expected is read before this arrival is counted: the phase cannot
-     * complete (and the last arriver cannot change it) until it is. */
-    unsigned e = *(volatile unsigned *)&b->expected;
-    if (drop)
-        atomicAdd(&b->drops, drop);       /* published by the release RMW below */
-    unsigned old = abar_cuda_ptx_atom_add_acq_rel(abar_cuda__smem(&b->count), total);
-    unsigned ph = old >> ABAR_CUDA__CNT_BITS;
-    unsigned cnt = (old & ABAR_CUDA__CNT_MASK) + total;
-    if (cnt >= e) {
-        if (cnt > e || e == 0)
-            abar_cuda__fail("more arrivals in a phase than expected "
-                            "(an arrive when the countdown is already zero)", b, ph);
-        /* Last arriver: next phase's count is 0, phase + 1.  No one arrives
-         * for the next phase before the mbarrier releases it (seed 003). */
-        b->expected = e - atomicExch(&b->drops, 0u);
-        atomicAdd(&b->count, (1u << ABAR_CUDA__CNT_BITS) - cnt);
+    unsigned pending = abar_cuda_ptx_mbarrier_pending_count(st);
+    if (pending == n + 1) {
+        __threadfence_block();
+        b->phase++;                        /* read by the checked build only */
         if (b->fn)
             b->fn(b->arg);
-        abar_cuda_ptx_mbarrier_arrive(abar_cuda__smem(&b->mbar), 1);
+        (void)abar_cuda_ptx_mbarrier_arrive1(abar_cuda__smem(&b->mbar));
+    } else if (pending < n + 1) {
+        abar_cuda__fail("more arrivals in a phase than expected "
+                        "(an arrive when the countdown is already zero)", b, b->phase);
     }
-    return ph;
 }
 
 ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cbar_arrive_n(abar_cuda_cbar_t *b, unsigned n)
 {
-    unsigned long long key = (unsigned long long)b;
-    unsigned mask = __activemask();
-    unsigned leader = __ffs(mask) - 1;
-    unsigned ph;
+    unsigned ph = 0;
 #ifdef ABAR_CHECKED
     if (n == 0 || n > ABAR_CUDA_EXPECTED_MAX)
         abar_cuda__fail("arrival count must be 1 .. 2^20-1", b, 0);
+    ph = *(volatile unsigned *)&b->phase;  /* stable: the phase needs this arrival */
 #endif
-    if (__all_sync(mask, __shfl_sync(mask, key, leader) == key)) {
-        unsigned total = (n == 1) ? (unsigned)__popc(mask) : __reduce_add_sync(mask, n);
-        __syncwarp(mask);
-        ph = 0;
-        if (abar_cuda__lane() == leader)
-            ph = abar_cuda__cbar_count(b, total, 0);
-        ph = __shfl_sync(mask, ph, leader);
-    } else {
-        ph = abar_cuda__cbar_count(b, n, 0);
-    }
-    return abar_cuda__token(ph, b, ph);
+    unsigned long long st = abar_cuda_ptx_mbarrier_arrive_nocomplete(abar_cuda__smem(&b->mbar), n);
+    abar_cuda__cbar_after(b, st, n);
+    return abar_cuda__token(st, b, ph);
 }
 
 ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cbar_arrive(abar_cuda_cbar_t *b)
@@ -798,9 +755,11 @@ ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cbar_arrive(abar_cuda_cbar_t *b)
     return abar_cuda_cbar_arrive_n(b, 1);
 }
 
+/* Arrives, and expects one fewer arrival from the next phase on. */
 ABAR_CUDA__INL void abar_cuda_cbar_arrive_and_drop(abar_cuda_cbar_t *b)
 {
-    abar_cuda__cbar_count(b, 1, 1);
+    unsigned long long st = abar_cuda_ptx_mbarrier_arrive_drop_nocomplete(abar_cuda__smem(&b->mbar));
+    abar_cuda__cbar_after(b, st, 1);
 }
 
 ABAR_CUDA__INL void abar_cuda_cbar_wait(abar_cuda_cbar_t *b, abar_cuda_token_t t)
@@ -809,42 +768,26 @@ ABAR_CUDA__INL void abar_cuda_cbar_wait(abar_cuda_cbar_t *b, abar_cuda_token_t t
 #ifdef ABAR_CHECKED
     if (t.bar != (const void *)b)
         abar_cuda__fail("token of another barrier", b, t.phase);
-    unsigned cur = *(volatile unsigned *)&b->count >> ABAR_CUDA__CNT_BITS;
-    if (((cur - t.phase) & (0xFFFFFFFFu >> ABAR_CUDA__CNT_BITS)) >= 2)
+    if (*(volatile unsigned *)&b->phase - t.phase >= 2)
         abar_cuda__fail("wait with a token two or more phases old "
                         "(only the current or the preceding phase may be named)", b, t.phase);
 #endif
 #if ABAR_CUDA__SM90
-    abar_cuda_ptx_mbarrier_wait_parity_loop(addr, (unsigned)t.raw & 1);
+    abar_cuda_ptx_mbarrier_wait_loop(addr, t.raw);
 #else
-    while (!abar_cuda_ptx_mbarrier_test_wait_parity(addr, (unsigned)t.raw & 1))
+    while (!abar_cuda_ptx_mbarrier_test_wait(addr, t.raw))
         ;
 #endif
 }
 
 ABAR_CUDA__INL int abar_cuda_cbar_test(abar_cuda_cbar_t *b, abar_cuda_token_t t)
 {
-    return abar_cuda_ptx_mbarrier_test_wait_parity(abar_cuda__smem(&b->mbar), (unsigned)t.raw & 1)
-        ? 0 : ABAR_CUDA_EBUSY;
+    return abar_cuda_ptx_mbarrier_test_wait(abar_cuda__smem(&b->mbar), t.raw) ? 0 : ABAR_CUDA_EBUSY;
 }
 
-/* Arrive and wait; one lane of a converged warp waits for the warp. */
 ABAR_CUDA__INL void abar_cuda_cbar_arrive_and_wait(abar_cuda_cbar_t *b)
 {
-    unsigned long long key = (unsigned long long)b;
-    unsigned mask = __activemask();
-    unsigned leader = __ffs(mask) - 1;
-    if (__all_sync(mask, __shfl_sync(mask, key, leader) == key)) {
-        __syncwarp(mask);
-        if (abar_cuda__lane() == leader) {
-            unsigned ph = abar_cuda__cbar_count(b, (unsigned)__popc(mask), 0);
-            abar_cuda_cbar_wait(b, abar_cuda__token(ph, b, ph));
-        }
-        __syncwarp(mask);
-    } else {
-        unsigned ph = abar_cuda__cbar_count(b, 1, 0);
-        abar_cuda_cbar_wait(b, abar_cuda__token(ph, b, ph));
-    }
+    abar_cuda_cbar_wait(b, abar_cuda_cbar_arrive(b));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1052,39 +995,32 @@ ABAR_CUDA__INL int abar_cuda_cluster_bar_init(abar_cuda_cluster_bar_t *b, unsign
     unsigned blocks = abar_cuda_cluster_size();
     if (block_threads == 0 || block_threads > 1024)
         return ABAR_CUDA_EINVAL;
+    abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&b->local), block_threads + 1);
     abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&b->mbar[0]), blocks);
     abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&b->mbar[1]), blocks);
-    b->count = 0;
-    b->expected = block_threads;
+    b->phase = 0;
     b->blocks = blocks;
     abar_cuda_ptx_fence_mbarrier_init();
     return 0;
 }
 
-/* Arrival: a shared-memory atomic per warp; the block's last arriving warp
- * then arrives on every block's mbarrier for this phase (lane r on block r,
- * release at cluster scope: cumulative over what the warp acquired from the
- * block's earlier arrivals).  Returns the phase. */
+/* Arrival.  The phase is read first: it cannot change before this arrival
+ * is counted.  The block's last arriver acquires the block's writes,
+ * advances the phase, completes the local phase, and arrives on every
+ * block's mbarrier for this phase with release at cluster scope (cumulative
+ * over what it acquired).  Returns the phase. */
 ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cluster_bar_arrive(abar_cuda_cluster_bar_t *b)
 {
 #if ABAR_CUDA__SM90
-    unsigned mask = __activemask();
-    unsigned leader = __ffs(mask) - 1;
-    unsigned lane = abar_cuda__lane();
-    unsigned old = 0;
-    __syncwarp(mask);
-    if (lane == leader)
-        old = abar_cuda_ptx_atom_add_acq_rel(abar_cuda__smem(&b->count), (unsigned)__popc(mask));
-    old = __shfl_sync(mask, old, leader);
-    unsigned ph = old >> ABAR_CUDA__CNT_BITS;
-    unsigned e = b->expected;
-    if ((old & ABAR_CUDA__CNT_MASK) + (unsigned)__popc(mask) == e) {
-        if (lane == leader)
-            atomicAdd(&b->count, (1u << ABAR_CUDA__CNT_BITS) - e);
-        __syncwarp(mask);  /* the leader's acquire reaches every lane */
+    unsigned ph = *(volatile unsigned *)&b->phase;
+    unsigned laddr = abar_cuda__smem(&b->local);
+    unsigned long long st = abar_cuda_ptx_mbarrier_arrive_nocomplete(laddr, 1);
+    if (abar_cuda_ptx_mbarrier_pending_count(st) == 2) {
+        __threadfence_block();
+        *(volatile unsigned *)&b->phase = ph + 1;
+        (void)abar_cuda_ptx_mbarrier_arrive1(laddr);
         unsigned addr = abar_cuda__smem(&b->mbar[ph & 1]);
-        unsigned me = (unsigned)__popc(mask & ((1u << lane) - 1));
-        for (unsigned r = me; r < b->blocks; r += (unsigned)__popc(mask))
+        for (unsigned r = 0; r < b->blocks; r++)
             abar_cuda_ptx_mbarrier_arrive_remote(abar_cuda_ptx_mapa_shared(addr, r), 1);
     }
     return abar_cuda__token(ph, b, ph);
