@@ -75,7 +75,7 @@ static void await_inside(abar_t *b, unsigned n)
 static void await_pending(abar_t *b, uint32_t n)
 {
     uint64_t t0 = now_ns();
-    while (st_pending(atomic_load(&I(b)->state)) != n) {
+    while (st_pending(atomic_load(&I(b)->state)) != (int64_t)n) {
         if (now_ns() - t0 > 5000000000u) {
             fprintf(stderr, "pending never reached %u\n", n);
             _exit(1);
@@ -604,11 +604,10 @@ TEST(old_token_returns_at_once)
     CHECK(now_ns() - t0 < 1000000000u);
     CHECK_EQ(abar_destroy(&b), 0);
 
-    /* many phases old through the phase hook: a token of phase 5 against
-     * phase 2^40 + 3, and tokens 2^21 and 2^32 phases old (the state word's
-     * and the futex word's wrap distances) */
-    const uint64_t starts[] = { UINT64_C(1) << 21, UINT64_C(1) << 32, UINT64_C(1) << 40,
-                                UINT64_C(1) << 62 };
+    /* many phases old through the phase hook: starting at the state word's
+     * wrap, 2^21, the futex word's wrap 2^32, 2^40 and 2^62 */
+    const uint64_t starts[] = { UINT64_C(1) << ST_PHASE_BITS, UINT64_C(1) << 21,
+                                UINT64_C(1) << 32, UINT64_C(1) << 40, UINT64_C(1) << 62 };
     for (size_t i = 0; i < sizeof starts / sizeof starts[0]; i++) {
         uint64_t S = starts[i];
         CHECK_EQ(abar_init(&b, 2, NULL), 0);
@@ -637,29 +636,23 @@ TEST(old_token_returns_at_once)
     }
 }
 
-TEST(old_token_exactly_2p21_phases_old)
+TEST(old_token_exactly_one_state_wrap_old)
 {
-    /* The state word keeps the phase modulo 2^21: a token exactly 2^21
-     * phases old has the same low bits as the current phase. */
+    /* The state word keeps the phase modulo 2^ST_PHASE_BITS: a token exactly
+     * that many phases old has the same low bits as the current phase. */
+    const uint64_t W = UINT64_C(1) << ST_PHASE_BITS;
     abar_t b;
-    CHECK_EQ(abar_init(&b, 1, NULL), 0);
-    abar_token_t old = abar_arrive(&b); /* phase 0 -> 1 */
-    CHECK_EQ(abar_wait(&b, old), 0);
-    for (uint64_t i = 1; i < (UINT64_C(1) << 21); i++) (void)abar_arrive(&b);
-    CHECK_EQ(abar_phase(&b), UINT64_C(1) << 21);
-    CHECK_EQ(abar_test(&b, old), 0);
-    CHECK_EQ(abar_wait(&b, old), 0);
-    CHECK_EQ(abar_destroy(&b), 0);
-
-    /* and the same with a 2-count barrier whose current phase is open and
-     * shares the token's low bits */
+    abar_token_t old;
+    /* a 2-count barrier whose current phase is open and shares the token's
+     * low bits */
     CHECK_EQ(abar_init(&b, 2, NULL), 0);
     old = abar_arrive(&b);
     abar_token_t cur0 = abar_arrive(&b);
     CHECK(same_token(old, cur0));
-    for (uint64_t i = 1; i < (UINT64_C(1) << 21); i++) (void)abar_arrive_n(&b, 2);
-    abar_token_t now = abar_arrive(&b);             /* phase 2^21, open */
-    CHECK_EQ(abar_phase(&b), UINT64_C(1) << 21);
+    for (uint64_t i = 1; i < W; i++) (void)abar_arrive_n(&b, 2);
+    abar_token_t now = abar_arrive(&b);             /* phase W, open */
+    CHECK_EQ(abar_phase(&b), W);
+    CHECK_EQ(phase_lo(now.raw), phase_lo(old.raw)); /* white box: same low bits */
     CHECK_EQ(abar_test(&b, now), EBUSY);
     CHECK_EQ(abar_test(&b, old), 0);
     struct timespec past = ts_in(-1);
@@ -1892,6 +1885,9 @@ TEST(phase_wrap_2p21)
 {
     run_wrap((UINT64_C(1) << 21) - 20, 40);
     run_wrap((UINT64_C(2) << 21) - 3, 6);
+    /* and the state word's own wrap, whatever its width */
+    run_wrap((UINT64_C(1) << ST_PHASE_BITS) - 20, 40);
+    run_wrap((UINT64_C(3) << ST_PHASE_BITS) - 3, 6);
 }
 
 TEST(phase_wrap_2p32)

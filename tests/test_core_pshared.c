@@ -113,7 +113,10 @@ static void completion(void *arg)
     s->sum[r & 1] = sum;
     atomic_fetch_add_explicit(&s->ran_in[g_me], 1, memory_order_relaxed);
     atomic_store_explicit(&s->completions, n + 1, memory_order_relaxed);
-    if (r + 1 >= s->max_phases || now_ns() >= s->deadline_ns) atomic_store(&s->stop, 1);
+    /* stop by phase count or time, but not before the 3P rounds in which
+     * every process takes its turn to run the completion */
+    if (r + 1 >= 3L * s->P && (r + 1 >= s->max_phases || now_ns() >= s->deadline_ns))
+        atomic_store(&s->stop, 1);
 }
 
 /* A participant process: rounds until the completion says stop. */

@@ -119,9 +119,9 @@ static int wait_some_way(abar_token_t t, unsigned how, int me, long r)
     switch (how) {
     case 0: rc = abar_wait(&bar, t); break;
     case 1: { /* test polling with independent work between */
-        volatile unsigned w = 0;
+        static _Thread_local volatile unsigned work;
         while ((rc = abar_test(&bar, t)) == EBUSY) {
-            for (int k = 0; k < 50; k++) w += (unsigned)k;
+            for (int k = 0; k < 50; k++) work = work + (unsigned)k;
             atomic_fetch_add_explicit(&polls, 1, memory_order_relaxed);
             sched_yield();
         }
@@ -295,8 +295,10 @@ TEST(stress_T4_park) { run(4, ABAR_WAIT_PARK, 0); }
 TEST(stress_T8_default) { run(8, 0, 0); }
 TEST(stress_T8_spin) { run(8, ABAR_WAIT_SPIN, 0); }
 TEST(stress_T8_park) { run(8, ABAR_WAIT_PARK, 0); }
-/* across the state word's 2^21 phase wrap and the futex word's 2^32 wrap */
+/* across 2^21, the state word's phase wrap (2^ST_PHASE_BITS) and the futex
+ * word's 2^32 wrap */
 TEST(stress_T4_default_across_2p21) { run(4, 0, (UINT64_C(1) << 21) - 500); }
+TEST(stress_T4_spin_across_state_wrap) { run(4, ABAR_WAIT_SPIN, (UINT64_C(1) << ST_PHASE_BITS) - 500); }
 TEST(stress_T4_park_across_2p32) { run(4, ABAR_WAIT_PARK, (UINT64_C(1) << 32) - 500); }
 
 /* ---- drops under load --------------------------------------------------------
