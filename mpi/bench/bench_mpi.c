@@ -1,0 +1,179 @@
+/*
+ * bench_mpi.c - latency per phase of abar_mpi against MPI_Barrier and
+ * MPI_Ibarrier + MPI_Wait, hierarchical mode, and the overlap of a phase with
+ * W microseconds of computation between arrive and wait.
+ *
+ *   mpiexec -n 2 ./abar_mpi_bench [--quick] [--iters N] [--reps R]
+ *
+ * Every measurement is repeated R times, interleaved with the others so a
+ * noisy moment hits them all; the median of the R runs is reported (the slowest
+ * rank's time each run).  Rows are machine-readable:
+ *   lat  <name> <ranks> <threads/rank> <us per phase> <ratio to MPI_Barrier>
+ *   ovl  <name> <ranks> <W us> <us per iteration> <exposed us> <hidden %>
+ * hidden % = 100 * (1 - exposed / L), exposed = iteration - W, L = the
+ * method's own latency per phase with no work.
+ */
+#include <abar_mpi.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int rank, size, iters = 20000, reps = 7;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void spin_us(double us)
+{
+    double end = now() + us * 1e-6;
+    while (now() < end) {}
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp);
+    return v[n / 2];
+}
+
+/* ---- the methods: each runs `n` phases with `w` us of work between arrive and wait */
+
+enum { M_BARRIER, M_IBARRIER, M_ABAR, M_ABAR_IBAR, M_ABAR_COMPL, M_ABAR_PROG, M_HIER, M_COUNT };
+static const char *mname[M_COUNT] = { "MPI_Barrier", "MPI_Ibarrier+MPI_Wait", "abar_mpi",
+                                      "abar_mpi(IBARRIER)", "abar_mpi(completion)",
+                                      "abar_mpi(progress)", "abar_mpi(hier,2thr)" };
+static abar_mpi_t bars[M_COUNT];
+static uint64_t result;
+static void on_complete(void *arg) { (*(uint64_t *)arg)++; }
+
+struct hier_arg { int n; double w; };
+static void *hier_thread(void *p)
+{
+    struct hier_arg *h = p;
+    for (int i = 0; i < h->n; i++) {
+        abar_token_t t = abar_mpi_arrive(&bars[M_HIER]);
+        if (h->w > 0) spin_us(h->w);
+        if (abar_mpi_wait(&bars[M_HIER], t) != 0) MPI_Abort(MPI_COMM_WORLD, 5);
+    }
+    return NULL;
+}
+
+/* Seconds for n phases (the slowest rank's). */
+static double measure(int m, int n, double w)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now();
+    switch (m) {
+    case M_BARRIER:
+        for (int i = 0; i < n; i++) {
+            if (w > 0) spin_us(w);
+            MPI_Barrier(MPI_COMM_WORLD);
+        }
+        break;
+    case M_IBARRIER:
+        for (int i = 0; i < n; i++) {
+            MPI_Request q;
+            MPI_Ibarrier(MPI_COMM_WORLD, &q);
+            if (w > 0) spin_us(w);
+            MPI_Wait(&q, MPI_STATUS_IGNORE);
+        }
+        break;
+    case M_HIER: {
+        pthread_t th;
+        struct hier_arg h = { n, w };
+        pthread_create(&th, NULL, hier_thread, &h);
+        hier_thread(&h);
+        pthread_join(th, NULL);
+        break;
+    }
+    default:
+        for (int i = 0; i < n; i++) {
+            abar_token_t t = abar_mpi_arrive(&bars[m]);
+            if (w > 0) spin_us(w);
+            if (abar_mpi_wait(&bars[m], t) != 0) MPI_Abort(MPI_COMM_WORLD, 6);
+        }
+    }
+    double dt = now() - t0, worst;
+    MPI_Allreduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return worst;
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) { iters = 500; reps = 3; }
+        else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+    }
+    if (provided < MPI_THREAD_MULTIPLE) {
+        if (rank == 0) fprintf(stderr, "needs MPI_THREAD_MULTIPLE\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    abar_mpi_attr_t a[M_COUNT] = { 0 };
+    a[M_ABAR_IBAR].flags = ABAR_MPI_IBARRIER;
+    a[M_ABAR_COMPL].completion = on_complete;
+    a[M_ABAR_COMPL].arg = &result;
+    a[M_ABAR_COMPL].result = &result;
+    a[M_ABAR_COMPL].result_size = sizeof result;
+    a[M_ABAR_PROG].flags = ABAR_MPI_PROGRESS_THREAD;
+    a[M_HIER].threads = 2;
+    for (int m = M_ABAR; m < M_COUNT; m++)
+        if (abar_mpi_init(&bars[m], MPI_COMM_WORLD, &a[m]) != 0) MPI_Abort(MPI_COMM_WORLD, 3);
+
+    /* warm up every path */
+    for (int m = 0; m < M_COUNT; m++) measure(m, iters / 10 + 1, 0);
+
+    /* latency: interleaved repetitions, median */
+    double lat[M_COUNT], *samp = malloc(sizeof(double) * (size_t)reps * M_COUNT);
+    for (int r = 0; r < reps; r++)
+        for (int m = 0; m < M_COUNT; m++) samp[m * reps + r] = measure(m, iters, 0) / iters * 1e6;
+    for (int m = 0; m < M_COUNT; m++) lat[m] = median(&samp[m * reps], reps);
+    if (rank == 0) {
+        printf("# latency per phase, %d ranks, %d phases x %d runs, median\n", size, iters, reps);
+        printf("# lat name ranks threads us ratio_to_MPI_Barrier\n");
+        for (int m = 0; m < M_COUNT; m++)
+            printf("lat %-24s %d %d %8.3f %6.2f\n", mname[m], size, m == M_HIER ? 2 : 1, lat[m],
+                   lat[m] / lat[M_BARRIER]);
+    }
+
+    /* overlap: W as multiples of abar_mpi's own latency */
+    const double mult[] = { 0.5, 1, 2, 4, 8 };
+    const int ovm[] = { M_IBARRIER, M_ABAR, M_ABAR_PROG, M_HIER };
+    int on = iters / 4 + 1;
+    if (rank == 0) printf("# overlap: arrive, W us of work, wait; %d iterations x %d runs, median\n"
+                          "# ovl name ranks W_us us_per_iter exposed_us hidden_pct\n", on, reps);
+    for (unsigned k = 0; k < sizeof mult / sizeof *mult; k++) {
+        double W = mult[k] * lat[M_ABAR];
+        W = (double)(int)(W * 10 + 0.5) / 10; /* same on every rank */
+        MPI_Bcast(&W, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        for (unsigned j = 0; j < sizeof ovm / sizeof *ovm; j++) {
+            int m = ovm[j];
+            for (int r = 0; r < reps; r++) samp[r] = measure(m, on, W) / on * 1e6;
+            double it = median(samp, reps), exposed = it - W;
+            double hidden = 100.0 * (1.0 - exposed / lat[m]);
+            if (hidden < 0) hidden = 0;
+            if (hidden > 100) hidden = 100;
+            if (rank == 0)
+                printf("ovl %-24s %d %7.2f %8.3f %8.3f %6.1f\n", mname[m], size, W, it, exposed, hidden);
+        }
+    }
+    for (int m = M_ABAR; m < M_COUNT; m++) abar_mpi_destroy(&bars[m]);
+    free(samp);
+    MPI_Finalize();
+    return 0;
+}
