@@ -5,32 +5,37 @@
 
 _Thread_local const struct abar_impl *abar__completing;
 
-/* Counts n arrivals (one of them a drop if `drop`) in the current phase.
- * Returns the token; *completed tells whether this call completed the phase. */
+/* The full phase of an arrival whose CAS replaced state s: the largest phase
+ * not above the `phase` word, read just after the CAS, with s's low bits.
+ * Exact unless 2^21 phases complete between two adjacent instructions; even
+ * then the token names a later phase, so a wait on it is late, never early. */
+static inline uint64_t arrival_phase(struct abar_impl *b, uint64_t s)
+{
+    /* acquire: pairs with the completer's release store; phase >= S because
+     * the release CAS that opened phase S came after that store. */
+    uint64_t ph = atomic_load_explicit(&b->phase, memory_order_acquire);
+    return ph - phase_lo(ph - st_phase(s));
+}
+
+/* Counts n arrivals (one of them a drop if `drop`) in the current phase. */
 static abar_token_t arrive(abar_t *b, uint32_t n, bool drop)
 {
     struct abar_impl *bi = abar__live(b);
     if (bi == NULL || n == 0) return tok_error(EINVAL);
-    uint64_t ident = bi->ident;
-    uint64_t s, ns;
-    uint64_t p = abar__snapshot(bi, &s);
-    for (;;) {
+    const uint64_t ident = bi->ident; /* read now: after a release we may not touch bi */
+    uint64_t s = atomic_load_explicit(&bi->state, memory_order_relaxed), ns;
+    do {
         if (s & (ST_CANCELLED | ST_FINISHED)) return tok_error(ECANCELED);
-        /* More than the phase still expects (or a completion is running):
+        /* More than the phase still expects (or its completion is running):
          * refused whole, nothing counted. */
         if (n > st_pending(s)) return tok_error(EINVAL);
         ns = s - n + (drop ? ST_DROP_ONE : 0);
         /* acq_rel: release publishes this thread's writes to whoever completes
          * the phase (all arrivals form one release sequence on `state`);
-         * acquire makes the earlier arrivals' writes visible in case this is
-         * the completing arrival. */
-        if (atomic_compare_exchange_weak_explicit(&bi->state, &s, ns,
-                                                  memory_order_acq_rel,
-                                                  memory_order_acquire))
-            break;
-        /* s was reloaded; if the phase moved on, pin the new one exactly. */
-        if (st_phase(s) != phase_lo(p)) p = abar__snapshot(bi, &s);
-    }
+         * acquire gives the completing arrival every earlier arrival's writes. */
+    } while (!atomic_compare_exchange_weak_explicit(&bi->state, &s, ns, memory_order_acq_rel,
+                                                    memory_order_relaxed));
+    uint64_t p = arrival_phase(bi, s);
     if (st_pending(ns) == 0) abar__complete(bi, p, ns);
     return tok_make(p, ident);
 }
