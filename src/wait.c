@@ -36,7 +36,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
         atomic_load_explicit(&b->inside, memory_order_relaxed) > abar__ncpu();
     uint64_t deadline = abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec
                                 : UINT64_MAX;
-    uint64_t t0 = budget || abstime ? abar__now_ns() : 0;
+    uint64_t t0 = 0; /* read lazily: most waits end before the first clock read */
     for (unsigned i = 1; budget || (b->flags & ABAR_WAIT_SPIN); i++) {
         /* acquire: pairs with the completer's release CAS; after it we see
          * every arrival's and the completion's writes. */
@@ -51,6 +51,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
         else abar__pause();
         if (i % 64 == 0 || oversubscribed) {
             uint64_t now = abar__now_ns();
+            if (t0 == 0) t0 = now;
             if (now >= deadline) return ETIMEDOUT;
             if (now - t0 >= budget) {
                 if (!(b->flags & ABAR_WAIT_SPIN)) break;
@@ -66,6 +67,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
     for (;;) {
         uint64_t cur = abar__snapshot(b, &s);
         if ((r = judge(b, t, cur, s)) != EBUSY) return r;
+        if (abstime && abar__now_ns() >= deadline) return ETIMEDOUT;
         /* acquire/relaxed: PARKED must be in the state word the completer's
          * release CAS replaces, so it sees it and wakes us (no lost wake-up). */
         if (!(s & ST_PARKED) &&
@@ -136,11 +138,7 @@ int abar_arrive_and_wait(abar_t *b)
     atomic_fetch_add(&bi->inside, 1);
     abar_token_t t = abar_arrive(b);
     int r = t.id == 0 ? (int)t.raw : 0;
-    if (r == 0) {
-        uint64_t s, cur = abar__snapshot(bi, &s);
-        r = judge(bi, t, cur, s);
-        if (r == EBUSY) r = block(bi, t, NULL);
-    }
+    if (r == 0) r = block(bi, t, NULL); /* returns at once if we completed the phase */
     atomic_fetch_sub_explicit(&bi->inside, 1, memory_order_release);
     return r;
 }
