@@ -30,7 +30,7 @@ run_suite() { # name, cmake args...
 
 run_suite gcc   -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++
 run_suite clang -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
-run_suite tsan  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DABAR_SANITIZE=thread
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run_suite tsan  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DABAR_SANITIZE=thread
 run_suite asan  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DABAR_SANITIZE=address
 
 echo
