@@ -80,7 +80,7 @@ tables() {
     for (j = 1; j <= nt; j++) {
       b = -1; bn = "-"
       for (i = 1; i <= ni; i++) {
-        if (im[i] ~ /^(abar|pingpong|c11)/) continue
+        if (im[i] ~ /^(abar|pingpong|c11|x-)/) continue
         k = s SUBSEP im[i] SUBSEP tt[j] SUBSEP "-"
         if ((k in med) && (b < 0 || med[k] < b)) { b = med[k]; bn = im[i] }
       }

@@ -41,7 +41,7 @@ prepare)
     rm -rf "$build/var-$name"; cp -r "$build/tree" "$build/var-$name"
     python3 "$patch" "$build/var-$name/src"
     cmake -S "$build/var-$name" -B "$build/var-$name/b" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
-      -DABAR_BENCH_VARIANT="$name" >/dev/null
+      -DABAR_BENCH_VARIANT="x-$name" >/dev/null
     cmake --build "$build/var-$name/b" -j2 --target abar-bench >/dev/null
     cp "$build/var-$name/b/bench/abar-bench" "$root/.carry/bin/abar-bench-var-$name"
   done

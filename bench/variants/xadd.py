@@ -12,6 +12,9 @@ import noinside  # noqa: E402
 
 def apply(src):
     lean.apply(src)
+    apply_arrive(src)
+
+def apply_arrive(src):
     noinside.sub(src + "/arrive.c",
         "    uint64_t p = abar__snapshot(bi, &s);\n    for (;;) {",
         "    uint64_t p = abar__snapshot(bi, &s);\n"
