@@ -145,6 +145,8 @@ static const bimpl_t base_impls[] = {
 
 static const bimpl_t *impls[32];
 static unsigned nimpls;
+static bimpl_t tagged[3];
+static char tagged_name[3][64];
 
 /* ---- the team: T threads running one scenario on one barrier ----------------- */
 enum mode { M_LAT, M_JOINED, M_SPLIT, M_COMPL, M_BURN, M_PINGPONG, M_PINGPONG_PAUSE };
@@ -415,8 +417,16 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < ck_nimpls; i++) impls[nimpls++] = &ck_impls[i];
 #endif
 #ifdef ABAR_BENCH_ABAR_ONLY
-    nimpls = 3; /* a variant build: its abar rows only */
+    o.abar_only = 1; /* a variant build: its abar rows only */
 #endif
+    if (o.abar_only) nimpls = 3;
+    if (o.tag) /* the first three are abar's */
+        for (unsigned i = 0; i < 3; i++) {
+            tagged[i] = *impls[i];
+            snprintf(tagged_name[i], sizeof tagged_name[i], "%s%s", o.tag, strchr(impls[i]->name, '-'));
+            tagged[i].name = tagged_name[i];
+            impls[i] = &tagged[i];
+        }
     if (scen_on(&o, "floor")) scen_floor(&o);
     if (scen_on(&o, "lat")) scen_lat(&o);
     if (scen_on(&o, "split")) scen_split(&o);

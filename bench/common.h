@@ -253,6 +253,8 @@ typedef struct bopts {
     unsigned warm, rounds;
     uint64_t round_ns, cap_ns, oversub_cap_ns;
     unsigned burn_reps;
+    const char *tag;        /* --tag NAME: abar rows named NAME-default/-spin/-park */
+    int abar_only;          /* --abar-only: no rivals */
 } bopts_t;
 
 static inline int scen_on(const bopts_t *o, const char *name)
@@ -278,6 +280,8 @@ static inline void usage(const char *prog, const char *scens)
             "  --threads N  measure T = 1..N pinned (default: every allowed CPU)\n"
             "  --only LIST  comma-separated scenarios among: %s\n"
             "  --rounds N   measured rounds per row (default 11, quick 5)\n"
+            "  --tag NAME   name abar's rows NAME-default, NAME-spin, NAME-park\n"
+            "  --abar-only  measure abar alone (with --tag: a variant run)\n"
             "Rows go to stdout: " CSV_HEADER "\n",
             prog, scens);
 }
@@ -294,6 +298,8 @@ static inline bopts_t parse_opts(int argc, char **argv, const char *scens)
         else if (strcmp(a, "--threads") == 0 && i + 1 < argc) o.max_threads = (unsigned)atoi(argv[++i]);
         else if (strcmp(a, "--only") == 0 && i + 1 < argc) o.only = argv[++i];
         else if (strcmp(a, "--rounds") == 0 && i + 1 < argc) rounds = (unsigned)atoi(argv[++i]);
+        else if (strcmp(a, "--tag") == 0 && i + 1 < argc) o.tag = argv[++i];
+        else if (strcmp(a, "--abar-only") == 0) o.abar_only = 1;
         else {
             usage(argv[0], scens);
             exit(strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 ? 0 : 2);

@@ -39,6 +39,15 @@ for v in "$bin"/abar-bench-var-*; do
   echo "== $b ${args[*]:-} --only ${ABAR_BENCH_VAR_ONLY:-lat}" >&2
   "$v" "${args[@]}" --only "${ABAR_BENCH_VAR_ONLY:-lat}" --csv "$tmp/$b.csv" >&2
 done
+# runs of abar-bench under an environment (ABAR_BENCH_ENV_VARIANTS="name:VAR=VALUE ..."),
+# e.g. spin200us:ABAR_SPIN_NS=200000: abar rows only, named x-NAME-*
+for v in ${ABAR_BENCH_ENV_VARIANTS:-}; do
+  [ -x "$bin/abar-bench" ] || break
+  name=${v%%:*}; assign=${v#*:}
+  echo "== abar-bench under $assign ${args[*]:-} --only ${ABAR_BENCH_VAR_ONLY:-lat}" >&2
+  env "$assign" "$bin/abar-bench" "${args[@]}" --abar-only --tag "x-$name" --only "${ABAR_BENCH_VAR_ONLY:-lat}" \
+    --csv "$tmp/abar-bench-var-env-$name.csv" >&2
+done
 [ $n -gt 0 ] || { echo "abar-bench-all: no benchmark binary in $bin" >&2; exit 1; }
 
 csv=$out/bench.csv
