@@ -196,8 +196,21 @@ __global__ void k_completion(int iters, int *sink)
             lb->arrive_and_wait();
         else if (M == 1)
             abar_cuda_cbar_arrive_and_wait(&ab);
-        else
+        else if (M == 2)
             abar_cuda_cbar_wait(&ab, abar_cuda_cbar_arrive(&ab));
+        else {
+            /* the same algorithm with the completion inlined (no call) */
+            unsigned addr = abar_cuda__smem(&ab.mbar);
+            unsigned ph = *(volatile unsigned *)&ab.phase;
+            unsigned long long st = abar_cuda_ptx_mbarrier_arrive_nocomplete(addr, 1);
+            if (abar_cuda_ptx_mbarrier_pending_count(st) == 2) {
+                __threadfence_block();
+                *(volatile unsigned *)&ab.phase = ph + 1;
+                counter++;
+                (void)abar_cuda_ptx_mbarrier_arrive1(addr);
+            }
+            abar_cuda_ptx_mbarrier_wait_parity_loop(addr, ph & 1);
+        }
     }
     __syncthreads();
     if (threadIdx.x == 0 && counter != iters)
@@ -207,17 +220,17 @@ __global__ void k_completion(int iters, int *sink)
 static void bench_completion(void)
 {
     printf("\n## 2. One block with a completion function (a counter increment): ns per phase\n\n");
-    const char *names[3] = {"cuda::barrier<block, F> arrive_and_wait", "abar cbar arrive_and_wait",
-                            "abar cbar wait(arrive())"};
-    void (*ks[3])(int, int *) = {k_completion<0>, k_completion<1>, k_completion<2>};
+    const char *names[4] = {"cuda::barrier<block, F> arrive_and_wait", "abar cbar arrive_and_wait",
+                            "abar cbar wait(arrive())", "abar's algorithm, completion inlined (no call)"};
+    void (*ks[4])(int, int *) = {k_completion<0>, k_completion<1>, k_completion<2>, k_completion<3>};
     printf("| method |");
     for (int t : threads_list) printf(" %d |", t);
     printf("\n|---|");
     for (int i = 0; i < NT; i++) printf("---:|");
     printf("\n");
-    double res[3][NT];
+    double res[4][NT];
     CK(cudaMemset(g_sink, 0, sizeof(int)));
-    for (int m = 0; m < 3; m++) {
+    for (int m = 0; m < 4; m++) {
         printf("| %s |", names[m]);
         for (int ti = 0; ti < NT; ti++) {
             int T = threads_list[ti];

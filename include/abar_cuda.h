@@ -96,7 +96,7 @@ typedef struct abar_cuda_cbar {
     unsigned long long mbar;        /* private: expects the participants + 1 */
     abar_cuda_completion_fn *fn;    /* private */
     void *arg;                      /* private */
-    unsigned phase;                 /* private: completed phases (checked build) */
+    unsigned phase;                 /* private: completed phases */
     unsigned pad_;
 } abar_cuda_cbar_t;
 
@@ -415,6 +415,21 @@ ABAR_CUDA__INL void abar_cuda_ptx_mbarrier_arrive_remote(unsigned cluster_addr, 
                  :: "r"(cluster_addr), "r"(count) : "memory");
 }
 
+/* mbarrier.arrive.relaxed.cluster.shared::cluster (PTX 8.6, sm_90): a remote
+ * arrival without its own release; after one fence.acq_rel.cluster, a batch
+ * of them is one release pattern instead of one release each. */
+ABAR_CUDA__INL void abar_cuda_ptx_mbarrier_arrive_remote_relaxed(unsigned cluster_addr, unsigned count)
+{
+    asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0], %1;"
+                 :: "r"(cluster_addr), "r"(count) : "memory");
+}
+
+/* fence.acq_rel.cluster. */
+ABAR_CUDA__INL void abar_cuda_ptx_fence_acq_rel_cluster(void)
+{
+    asm volatile("fence.acq_rel.cluster;" ::: "memory");
+}
+
 /* barrier.cluster.arrive.release.aligned: every thread of the cluster arrives
  * once per phase; .aligned: all threads of the warp execute it together. */
 ABAR_CUDA__INL void abar_cuda_ptx_barrier_cluster_arrive(void)
@@ -727,7 +742,7 @@ ABAR_CUDA__INL void abar_cuda__cbar_after(abar_cuda_cbar_t *b, unsigned long lon
     unsigned pending = abar_cuda_ptx_mbarrier_pending_count(st);
     if (pending == n + 1) {
         __threadfence_block();
-        b->phase++;                        /* read by the checked build only */
+        *(volatile unsigned *)&b->phase = b->phase + 1;   /* released by the arrival below */
         if (b->fn)
             b->fn(b->arg);
         (void)abar_cuda_ptx_mbarrier_arrive1(abar_cuda__smem(&b->mbar));
@@ -737,17 +752,21 @@ ABAR_CUDA__INL void abar_cuda__cbar_after(abar_cuda_cbar_t *b, unsigned long lon
     }
 }
 
+/* The token is the phase number, read before arriving (it cannot change
+ * until this arrival is counted; the completer's increment was released by
+ * the arrival that completed the previous phase, which this thread's wait
+ * acquired).  Waits are parity waits: measured on an H100, try_wait on the
+ * state a noComplete arrival returns woke ~250 ns late. */
 ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cbar_arrive_n(abar_cuda_cbar_t *b, unsigned n)
 {
-    unsigned ph = 0;
 #ifdef ABAR_CHECKED
     if (n == 0 || n > ABAR_CUDA_EXPECTED_MAX)
         abar_cuda__fail("arrival count must be 1 .. 2^20-1", b, 0);
-    ph = *(volatile unsigned *)&b->phase;  /* stable: the phase needs this arrival */
 #endif
+    unsigned ph = *(volatile unsigned *)&b->phase;
     unsigned long long st = abar_cuda_ptx_mbarrier_arrive_nocomplete(abar_cuda__smem(&b->mbar), n);
     abar_cuda__cbar_after(b, st, n);
-    return abar_cuda__token(st, b, ph);
+    return abar_cuda__token(ph, b, ph);
 }
 
 ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cbar_arrive(abar_cuda_cbar_t *b)
@@ -773,16 +792,17 @@ ABAR_CUDA__INL void abar_cuda_cbar_wait(abar_cuda_cbar_t *b, abar_cuda_token_t t
                         "(only the current or the preceding phase may be named)", b, t.phase);
 #endif
 #if ABAR_CUDA__SM90
-    abar_cuda_ptx_mbarrier_wait_loop(addr, t.raw);
+    abar_cuda_ptx_mbarrier_wait_parity_loop(addr, (unsigned)t.raw & 1);
 #else
-    while (!abar_cuda_ptx_mbarrier_test_wait(addr, t.raw))
+    while (!abar_cuda_ptx_mbarrier_test_wait_parity(addr, (unsigned)t.raw & 1))
         ;
 #endif
 }
 
 ABAR_CUDA__INL int abar_cuda_cbar_test(abar_cuda_cbar_t *b, abar_cuda_token_t t)
 {
-    return abar_cuda_ptx_mbarrier_test_wait(abar_cuda__smem(&b->mbar), t.raw) ? 0 : ABAR_CUDA_EBUSY;
+    return abar_cuda_ptx_mbarrier_test_wait_parity(abar_cuda__smem(&b->mbar), (unsigned)t.raw & 1)
+        ? 0 : ABAR_CUDA_EBUSY;
 }
 
 ABAR_CUDA__INL void abar_cuda_cbar_arrive_and_wait(abar_cuda_cbar_t *b)
@@ -1016,12 +1036,15 @@ ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cluster_bar_arrive(abar_cuda_cluster_
     unsigned laddr = abar_cuda__smem(&b->local);
     unsigned long long st = abar_cuda_ptx_mbarrier_arrive_nocomplete(laddr, 1);
     if (abar_cuda_ptx_mbarrier_pending_count(st) == 2) {
-        __threadfence_block();
+        /* one fence: acquires the block's arrivals, releases at cluster
+         * scope for the relaxed remote arrivals that follow (one
+         * release.cluster arrival each measured ~380 ns, in series) */
+        abar_cuda_ptx_fence_acq_rel_cluster();
         *(volatile unsigned *)&b->phase = ph + 1;
         (void)abar_cuda_ptx_mbarrier_arrive1(laddr);
         unsigned addr = abar_cuda__smem(&b->mbar[ph & 1]);
         for (unsigned r = 0; r < b->blocks; r++)
-            abar_cuda_ptx_mbarrier_arrive_remote(abar_cuda_ptx_mapa_shared(addr, r), 1);
+            abar_cuda_ptx_mbarrier_arrive_remote_relaxed(abar_cuda_ptx_mapa_shared(addr, r), 1);
     }
     return abar_cuda__token(ph, b, ph);
 #else
