@@ -1306,7 +1306,7 @@ TEST(destroy_while_completer_returns_is_safe)
  * the destroyed barrier would hang here. */
 static abar_t race_bar;
 static abar_token_t race_tok;
-static _Atomic int race_go, race_ret;
+static _Atomic int race_go, race_ready, race_go2, race_ret;
 static void *race_waiter(void *arg)
 {
     (void)arg;
@@ -1315,6 +1315,9 @@ static void *race_waiter(void *arg)
         while ((g = atomic_load(&race_go)) < round) {
             if (g < 0) return NULL;
         }
+        /* handshake, so that both threads are on a CPU at the moment of the race */
+        atomic_store(&race_ready, round);
+        while (atomic_load(&race_go2) < round) {}
         atomic_store(&race_ret, abar_wait(&race_bar, race_tok) + 1000);
     }
 }
@@ -1324,6 +1327,7 @@ TEST(destroy_racing_wait_entry_never_strands_waiter)
     pthread_t w;
     pthread_create(&w, NULL, race_waiter, NULL);
     int busy = 0, zero = 0;
+    int delay = 0; /* dithered to where destroy meets the waiter's entry */
     uint64_t t_end = now_ns() + 2000000000u;
     for (int round = 1; now_ns() < t_end; round++) {
         abar_attr_t at = { NULL, NULL, POLICIES[round % 3] };
@@ -1331,28 +1335,35 @@ TEST(destroy_racing_wait_entry_never_strands_waiter)
         race_tok = abar_arrive(&race_bar);
         atomic_store(&race_ret, 0);
         atomic_store(&race_go, round);
-        for (volatile int spin = round % 200; spin > 0; spin--) {}
+        /* the waiter spins on race_go2: sweep the destroy across its entry
+         * into abar_wait (it sees the store some 100 ns later) */
+        while (atomic_load(&race_ready) < round) {}
+        atomic_store(&race_go2, round);
+        for (volatile int spin = delay; spin > 0; spin--) {}
         int d = abar_destroy(&race_bar);
         if (d == EBUSY) {
             busy++;
             CHECK(tok_ok(abar_arrive(&race_bar)));
+            delay = delay * 7 / 8;             /* the waiter was in: destroy earlier */
         } else {
             CHECK_EQ(d, 0);
             zero++;
+            delay = delay * 5 / 4 + 8;         /* it was not yet: destroy later */
         }
         uint64_t t0 = now_ns();
         while (atomic_load(&race_ret) == 0) {
             if (now_ns() - t0 > 2000000000u) {
-                fprintf(stderr, "round %d: destroy returned %d, and the waiter has not "
-                        "returned from abar_wait 2 s later (stranded on a destroyed barrier; "
-                        "inside=%u)\n", round, d, inside_of(&race_bar));
+                fprintf(stderr, "round %d (%d EBUSY, %d destroyed so far): destroy returned %d, "
+                        "and the waiter has not returned from abar_wait 2 s later (it registered "
+                        "after destroy's check and sleeps on the destroyed barrier; inside=%u)\n",
+                        round, busy, zero, d, inside_of(&race_bar));
                 _exit(1);
             }
             sched_yield();
         }
         int r = atomic_load(&race_ret) - 1000;
         if (d == EBUSY) CHECK_EQ(r, 0);
-        else if (r != EINVAL && r != 0) {
+        else if (r != EINVAL) {
             fprintf(stderr, "round %d: wait racing a successful destroy returned %d\n", round, r);
             _exit(1);
         }
