@@ -97,9 +97,13 @@ static int wait_common(abar_t *b, abar_token_t t, const struct timespec *abstime
      * then look again: the phase may have completed in between.
      * seq_cst: orders the registration with destroy's seq_cst read. */
     atomic_fetch_add(&bi->inside, 1);
-    cur = abar__snapshot(bi, &s);
-    r = judge(bi, t, cur, s);
-    if (r == EBUSY) r = block(bi, t, abstime);
+    if (atomic_load(&bi->magic) != ABAR__MAGIC_LIVE) {
+        r = EINVAL; /* destroyed before it could see us: never sleep on it */
+    } else {
+        cur = abar__snapshot(bi, &s);
+        r = judge(bi, t, cur, s);
+        if (r == EBUSY) r = block(bi, t, abstime);
+    }
     /* release: our last access to the barrier; a destroy that reads 0 here
      * (acquire) runs after it. */
     atomic_fetch_sub_explicit(&bi->inside, 1, memory_order_release);
@@ -136,7 +140,9 @@ int abar_arrive_and_wait(abar_t *b)
      * complete and a released thread may try to destroy the barrier; it must
      * see us inside.  seq_cst: as in wait_common. */
     atomic_fetch_add(&bi->inside, 1);
-    abar_token_t t = abar_arrive(b);
+    /* seq_cst, after the registration: destroy either sees us or we see it */
+    abar_token_t t = atomic_load(&bi->magic) == ABAR__MAGIC_LIVE ? abar_arrive(b)
+                                                                 : tok_error(EINVAL);
     int r = t.id == 0 ? (int)t.raw : 0;
     if (r == 0) r = block(bi, t, NULL); /* returns at once if we completed the phase */
     atomic_fetch_sub_explicit(&bi->inside, 1, memory_order_release);
