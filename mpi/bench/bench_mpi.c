@@ -64,7 +64,11 @@ static void *hier_thread(void *p)
     for (int i = 0; i < h->n; i++) {
         abar_token_t t = abar_mpi_arrive(&bars[M_HIER]);
         if (h->w > 0) spin_us(h->w);
-        if (abar_mpi_wait(&bars[M_HIER], t) != 0) MPI_Abort(MPI_COMM_WORLD, 5);
+        int r = abar_mpi_wait(&bars[M_HIER], t);
+        if (r != 0) {
+            fprintf(stderr, "rank %d: hierarchical wait: %s (arrive: %d)\n", rank, strerror(r), abar_token_error(t));
+            MPI_Abort(MPI_COMM_WORLD, 5);
+        }
     }
     return NULL;
 }
