@@ -19,6 +19,7 @@
 
 #include "abar.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -116,7 +117,23 @@ static inline uint64_t abar__snapshot(struct abar_impl *b, uint64_t *sp)
 }
 
 /* ---- shared between the source files ------------------------------------- */
-extern _Thread_local const struct abar_impl *abar__completing; /* inside a completion */
+/* The completions this thread is running, innermost first (a completion may
+ * arrive on another barrier and so run that one's completion, nested). */
+struct abar__frame { const struct abar_impl *b; const struct abar__frame *outer; };
+extern _Thread_local const struct abar__frame *abar__completing;
+static inline bool abar__in_completion_of(const struct abar_impl *b)
+{
+    for (const struct abar__frame *f = abar__completing; f; f = f->outer)
+        if (f->b == b) return true;
+    return false;
+}
+/* `inside` while a destroy holds the memory: a registering waiter sees it. */
+#define ABAR__INSIDE_DEAD 0x80000000u
+/* The error an invalid token carries (anything else is a forgery: EINVAL). */
+static inline int abar__token_err(abar_token_t t)
+{
+    return t.raw == (uint64_t)ECANCELED ? ECANCELED : EINVAL;
+}
 void abar__complete(struct abar_impl *b, uint64_t phase, uint64_t s);
 
 /* futex.c */

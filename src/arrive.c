@@ -3,7 +3,7 @@
 
 #include <errno.h>
 
-_Thread_local const struct abar_impl *abar__completing;
+_Thread_local const struct abar__frame *abar__completing;
 
 /* The full phase of an arrival whose CAS replaced state s: the largest phase
  * not above the `phase` word, read just after the CAS, with s's low bits.
@@ -49,10 +49,10 @@ void abar__complete(struct abar_impl *b, uint64_t p, uint64_t s)
     /* A phase whose last arrival was counted completes even if abar_cancel
      * runs meanwhile: the cancel is ordered after that arrival. */
     if (b->completion) {
-        const struct abar_impl *outer = abar__completing;
-        abar__completing = b; /* waiting on b from inside returns EDEADLK */
+        struct abar__frame frame = { b, abar__completing };
+        abar__completing = &frame; /* waiting on b from inside returns EDEADLK */
         b->completion(b->arg);
-        abar__completing = outer;
+        abar__completing = frame.outer;
     }
     bool pshared = b->flags & ABAR_PSHARED;
     /* relaxed: `expected` is read and written only by completers, which are

@@ -37,7 +37,8 @@ int abar_init(abar_t *b, uint32_t expected, const abar_attr_t *attr)
     /* A live barrier with blocked waiters or a running completion is in use. */
     if (atomic_load_explicit(&bi->magic, memory_order_acquire) == ABAR__MAGIC_LIVE) {
         uint64_t s = atomic_load_explicit(&bi->state, memory_order_acquire);
-        if (atomic_load_explicit(&bi->inside, memory_order_acquire) != 0 || st_completing(s))
+        if ((atomic_load_explicit(&bi->inside, memory_order_acquire) & ~ABAR__INSIDE_DEAD) != 0 ||
+            st_completing(s))
             return EBUSY;
     }
     memset(b, 0, sizeof *b);
@@ -61,10 +62,11 @@ int abar_destroy(abar_t *b)
 {
     struct abar_impl *bi = abar__live(b);
     if (bi == NULL) return EINVAL;
-    /* seq_cst pairs with the waiters' seq_cst registration in `inside`: a
-     * waiter is either counted here or sees the barrier dead. */
-    if (atomic_load(&bi->inside) != 0) return EBUSY;
     if (st_completing(atomic_load(&bi->state))) return EBUSY; /* a completion is running */
+    /* One RMW on `inside` decides against every registering waiter (theirs
+     * is an RMW too): either one is counted here (EBUSY) or it sees DEAD. */
+    uint32_t none = 0;
+    if (!atomic_compare_exchange_strong(&bi->inside, &none, ABAR__INSIDE_DEAD)) return EBUSY;
     atomic_store(&bi->magic, ABAR__MAGIC_DEAD);
     bi->ident = 0;
     return 0;
@@ -95,7 +97,7 @@ uint64_t abar_phase(const abar_t *b)
 
 int abar_token_error(abar_token_t t)
 {
-    return t.id == 0 ? (int)t.raw : 0;
+    return t.id == 0 ? abar__token_err(t) : 0;
 }
 
 int abar__test_set_phase(abar_t *b, uint64_t phase)

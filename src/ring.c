@@ -179,7 +179,13 @@ int abar_ring_init(abar_ring_t *ring, uint32_t stages, uint32_t producers,
     size_t nb = 2 * (size_t)stages * sizeof(abar_t);
     abar_t *bars = aligned_alloc(64, nb + nshards * sizeof(struct ring_busy));
     if (bars == NULL) return ENOMEM;
-    abar_attr_t a = { NULL, NULL, flags };
+    /* More ring threads than CPUs: a spinning waiter holds the CPU that the
+     * thread it waits for needs, so unless told otherwise the barriers park
+     * at once and the ring does not poll (the core's adaptive spin counts
+     * only the waiters of one barrier, and a ring spreads them over 2*stages). */
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    bool crowded = (long)producers + consumers > (ncpu > 0 ? ncpu : 1);
+    abar_attr_t a = { NULL, NULL, flags | (crowded && !(flags & RING_FLAGS) ? ABAR_WAIT_PARK : 0) };
     for (uint32_t k = 0; k < stages; k++) {
         if (abar_init(&bars[2 * (size_t)k], producers, &a) ||
             abar_init(&bars[2 * (size_t)k + 1], consumers, &a)) {
@@ -195,7 +201,6 @@ int abar_ring_init(abar_ring_t *ring, uint32_t stages, uint32_t producers,
     uint64_t id = atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed) + 1;
     id = id * 0x9e3779b97f4a7c15u ^ (uint64_t)(uintptr_t)ring ^ (uint64_t)getpid() << 32;
 
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     struct ring_impl *ri = rimpl(ring);
     memset(ring, 0, sizeof *ring);
     ri->stages = stages;
@@ -205,8 +210,7 @@ int abar_ring_init(abar_ring_t *ring, uint32_t stages, uint32_t producers,
     ri->nshards = nshards;
     /* Poll only when every thread of the ring can have its own CPU (else the
      * poll steals the CPU the awaited thread needs) and parking is not asked. */
-    ri->spin_iters = (flags & ABAR_WAIT_PARK) || (long)producers + consumers > ncpu
-                         ? 0 : RING_SPIN_ITERS;
+    ri->spin_iters = (a.flags & ABAR_WAIT_PARK) || crowded ? 0 : RING_SPIN_ITERS;
     ri->ident = id ? id : 1;
     ri->bars = bars;
     ri->busy = busy;

@@ -65,12 +65,19 @@ static unsigned env_uint(const char *name, unsigned dflt, unsigned max)
     return (unsigned)v;
 }
 
+/* The CPUs this process may run on (its affinity mask), else the online ones. */
+static unsigned usable_cpus(void)
+{
+    cpu_set_t set;
+    int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    unsigned v = n > 0 ? (unsigned)n : abar__ncpu();
+    return v < ABAR_POOL_THREADS_MAX ? v : ABAR_POOL_THREADS_MAX;
+}
+
 static unsigned want_threads(void)
 {
     if (cfg_threads) return cfg_threads;
-    return env_uint("ABAR_POOL_THREADS", abar__ncpu() < ABAR_POOL_THREADS_MAX ? abar__ncpu()
-                                                                              : ABAR_POOL_THREADS_MAX,
-                    ABAR_POOL_THREADS_MAX);
+    return env_uint("ABAR_POOL_THREADS", usable_cpus(), ABAR_POOL_THREADS_MAX);
 }
 
 static unsigned want_flags(void)

@@ -199,6 +199,9 @@ static void leave_team_stage(abar_thread_t *self)
 
 void abar__team_exit(abar_thread_t *self)
 {
+#ifdef ABAR__TEAM_NODROP
+    return;
+#endif
     struct abar__team *team = self->team;
     bool solo = self->L->cfg.team_size == 1;
     if (!self->team_pending && !solo) (void)abar_arrive_and_drop(&team->tbar);

@@ -16,7 +16,7 @@ static int judge(const struct abar_impl *b, abar_token_t t, uint64_t cur, uint64
     /* Cancelled: report it, unless the phase's last arrival was already
      * counted, in which case its release is imminent and the phase completes. */
     if ((s & ST_CANCELLED) && !st_completing(s)) return ECANCELED;
-    if (abar__completing == b) return EDEADLK; /* waiting on b from b's completion */
+    if (abar__in_completion_of(b)) return EDEADLK; /* waiting on b from b's completion */
     return EBUSY;
 }
 
@@ -87,7 +87,7 @@ static int wait_common(abar_t *b, abar_token_t t, const struct timespec *abstime
 {
     struct abar_impl *bi = abar__live(b);
     if (bi == NULL) return EINVAL;
-    if (t.id == 0) return (int)t.raw;       /* the error the arrival reported */
+    if (t.id == 0) return abar__token_err(t); /* the error the arrival reported */
     if (t.id != bi->ident) return EINVAL;   /* another barrier's, or before a re-init */
     uint64_t s, cur = abar__snapshot(bi, &s);
     int r = judge(bi, t, cur, s);
@@ -96,8 +96,7 @@ static int wait_common(abar_t *b, abar_token_t t, const struct timespec *abstime
     /* Register as a blocked waiter (destroy is EBUSY while we are inside),
      * then look again: the phase may have completed in between.
      * seq_cst: orders the registration with destroy's seq_cst read. */
-    atomic_fetch_add(&bi->inside, 1);
-    if (atomic_load(&bi->magic) != ABAR__MAGIC_LIVE) {
+    if (atomic_fetch_add(&bi->inside, 1) & ABAR__INSIDE_DEAD) {
         r = EINVAL; /* destroyed before it could see us: never sleep on it */
     } else {
         cur = abar__snapshot(bi, &s);
@@ -139,11 +138,9 @@ int abar_arrive_and_wait(abar_t *b)
     /* Register before arriving: once our arrival is counted the phase can
      * complete and a released thread may try to destroy the barrier; it must
      * see us inside.  seq_cst: as in wait_common. */
-    atomic_fetch_add(&bi->inside, 1);
-    /* seq_cst, after the registration: destroy either sees us or we see it */
-    abar_token_t t = atomic_load(&bi->magic) == ABAR__MAGIC_LIVE ? abar_arrive(b)
-                                                                 : tok_error(EINVAL);
-    int r = t.id == 0 ? (int)t.raw : 0;
+    abar_token_t t = atomic_fetch_add(&bi->inside, 1) & ABAR__INSIDE_DEAD ? tok_error(EINVAL)
+                                                                          : abar_arrive(b);
+    int r = t.id == 0 ? abar__token_err(t) : 0;
     if (r == 0) r = block(bi, t, NULL); /* returns at once if we completed the phase */
     atomic_fetch_sub_explicit(&bi->inside, 1, memory_order_release);
     return r;
