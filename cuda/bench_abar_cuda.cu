@@ -198,6 +198,8 @@ __global__ void k_completion(int iters, int *sink)
             abar_cuda_cbar_arrive_and_wait(&ab);
         else if (M == 2)
             abar_cuda_cbar_wait(&ab, abar_cuda_cbar_arrive(&ab));
+        else if (M == 4)
+            abar_cuda_cbar_arrive_and_wait_with(&ab, abar_count_completion, &counter);
         else {
             /* the same algorithm with the completion inlined (no call) */
             unsigned addr = abar_cuda__smem(&ab.mbar);
@@ -220,17 +222,19 @@ __global__ void k_completion(int iters, int *sink)
 static void bench_completion(void)
 {
     printf("\n## 2. One block with a completion function (a counter increment): ns per phase\n\n");
-    const char *names[4] = {"cuda::barrier<block, F> arrive_and_wait", "abar cbar arrive_and_wait",
-                            "abar cbar wait(arrive())", "abar's algorithm, completion inlined (no call)"};
-    void (*ks[4])(int, int *) = {k_completion<0>, k_completion<1>, k_completion<2>, k_completion<3>};
+    const char *names[5] = {"cuda::barrier<block, F> arrive_and_wait", "abar cbar arrive_and_wait",
+                            "abar cbar wait(arrive())", "abar's algorithm, completion inlined (no call)",
+                            "abar cbar arrive_and_wait_with (completion named at the call)"};
+    void (*ks[5])(int, int *) = {k_completion<0>, k_completion<1>, k_completion<2>, k_completion<3>,
+                                 k_completion<4>};
     printf("| method |");
     for (int t : threads_list) printf(" %d |", t);
     printf("\n|---|");
     for (int i = 0; i < NT; i++) printf("---:|");
     printf("\n");
-    double res[4][NT];
+    double res[5][NT];
     CK(cudaMemset(g_sink, 0, sizeof(int)));
-    for (int m = 0; m < 4; m++) {
+    for (int m = 0; m < 5; m++) {
         printf("| %s |", names[m]);
         for (int ti = 0; ti < NT; ti++) {
             int T = threads_list[ti];
@@ -243,6 +247,8 @@ static void bench_completion(void)
     }
     printf("| **abar cbar arrive_and_wait / cuda::barrier** |");
     for (int ti = 0; ti < NT; ti++) printf(" %.2f |", res[1][ti] / res[0][ti]);
+    printf("\n| **abar cbar arrive_and_wait_with / cuda::barrier** |");
+    for (int ti = 0; ti < NT; ti++) printf(" %.2f |", res[4][ti] / res[0][ti]);
     int sink;
     CK(cudaMemcpy(&sink, g_sink, sizeof sink, cudaMemcpyDeviceToHost));
     printf("\n\ncompletion counts %s\n", sink == 0 ? "all correct" : "WRONG");

@@ -392,13 +392,16 @@ __global__ void k_completion(int rounds, int mode, int *out)
             abar_cuda_cbar_wait(&b, t);
         } else if (mode == 1) {
             abar_cuda_cbar_arrive_and_wait(&b);
-        } else {
+        } else if (mode == 2) {
             abar_cuda_token_t t;
             if (tid % 3 == 0)
                 t = abar_cuda_cbar_arrive(&b);
             else
                 t = abar_cuda_cbar_arrive(&b);
             abar_cuda_cbar_wait(&b, t);
+        } else {
+            /* the completion named at the call: direct, inlined */
+            abar_cuda_cbar_arrive_and_wait_with(&b, psum_completion, &ctx);
         }
         want += (long)T * (T - 1) / 2 + (long)T * r;
         if (acc != (int)want || calls != 2 * r + 1)
@@ -414,7 +417,7 @@ __global__ void k_completion(int rounds, int mode, int *out)
 
 static void t_completion(unsigned T, int mode)
 {
-    const char *mname[] = {"arrive+wait", "arrive_and_wait", "divergent"};
+    const char *mname[] = {"arrive+wait", "arrive_and_wait", "divergent", "arrive_and_wait_with"};
     char name[96];
     snprintf(name, sizeof name, "completion_%s_T%u", mname[mode], T);
     dbuf<int> o(2 * T);
@@ -830,7 +833,7 @@ int main(int argc, char **argv)
     t_observer();
     t_drop();
     for (unsigned T : {32u, 128u, 1024u})
-        for (int mode = 0; mode < 3; mode++)
+        for (int mode = 0; mode < 4; mode++)
             t_completion(T, mode);
     t_cbar_drop();
     for (int stages : {1, 2, 4})
