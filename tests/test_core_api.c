@@ -1224,6 +1224,8 @@ static void *free_worker(void *arg)
 
 static void destroy_free_rounds(bool heap, int rounds)
 {
+    atomic_store(&free_round_go, 0);
+    atomic_store(&free_done_round, 0);
     pthread_t th[FREE_T];
     for (int i = 0; i < FREE_T; i++) pthread_create(&th[i], NULL, free_worker, (void *)(intptr_t)i);
     static struct freeable fs;
@@ -1239,6 +1241,7 @@ static void destroy_free_rounds(bool heap, int rounds)
     }
     atomic_store(&free_round_go, -1);
     for (int i = 0; i < FREE_T; i++) pthread_join(th[i], NULL);
+    CHECK_EQ(atomic_load(&free_done_round), rounds);
 }
 
 TEST(destroy_right_after_own_wait_then_free)
