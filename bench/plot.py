@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """plot.py CSV PNG - the abar-bench plot with matplotlib, for machines without gnuplot."""
 import csv
+import os
 import sys
 
 import matplotlib
@@ -13,6 +14,8 @@ for ax, scen, title in ((axes[0], "lat", "pinned, T = 1..CPUs"),
                         (axes[1], "oversub", "oversubscribed, unpinned")):
     series = {}
     for r in rows:
+        if r["impl"].startswith("x-") and os.environ.get("ABAR_BENCH_PLOT_VARIANTS") != "1":
+            continue
         if r["scenario"] == scen and r["param"] == "-":
             series.setdefault(r["impl"], []).append(
                 (int(r["threads"]), float(r["median"]), float(r["min"]), float(r["max"])))

@@ -4,17 +4,20 @@
 # draws the plot (gnuplot; python3 + matplotlib if gnuplot is missing).
 #
 #   abar-bench-all [--bin DIR] [--out DIR] [any abar-bench option: --quick, --threads N, ...]
+#   abar-bench-all --from CSV [--out DIR]     tables and plot of an earlier run's CSV
 #
 # Writes DIR/bench.csv (every row), DIR/bench.txt (the tables), DIR/bench.png.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=$here
 out=.
+from=
 args=()
 while [ $# -gt 0 ]; do
   case $1 in
     --bin) bin=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --from) from=$2; shift 2 ;;
     *) args+=("$1"); shift ;;
   esac
 done
@@ -22,6 +25,11 @@ mkdir -p "$out"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+csv=$out/bench.csv
+if [ -n "$from" ]; then
+  [ "$(cd "$(dirname "$from")" && pwd)/$(basename "$from")" = "$(cd "$out" && pwd)/bench.csv" ] || cp "$from" "$csv"
+  args=("(from $from)")
+else
 n=0
 for b in abar-bench abar-bench-omp-gomp abar-bench-omp-llvm; do
   if [ -x "$bin/$b" ]; then
@@ -50,7 +58,6 @@ for v in ${ABAR_BENCH_ENV_VARIANTS:-}; do
 done
 [ $n -gt 0 ] || { echo "abar-bench-all: no benchmark binary in $bin" >&2; exit 1; }
 
-csv=$out/bench.csv
 head -n1 "$tmp/abar-bench.csv" >"$csv" 2>/dev/null || echo "scenario,impl,threads,param,median,min,max,rounds,phases,unit,flags" >"$csv"
 for b in abar-bench abar-bench-omp-gomp abar-bench-omp-llvm; do
   if [ -e "$tmp/$b.csv" ]; then tail -n +2 "$tmp/$b.csv"; fi
@@ -58,6 +65,7 @@ done >>"$csv"
 for f in "$tmp"/abar-bench-var-*.csv; do
   if [ -e "$f" ]; then tail -n +2 "$f"; fi
 done >>"$csv"
+fi
 
 # ---- tables -----------------------------------------------------------------
 tables() {
@@ -127,15 +135,17 @@ tables() {
 
 # ---- plot --------------------------------------------------------------------
 png=$out/bench.png
-awk -F, -v d="$tmp" 'NR > 1 && ($1 == "lat" || $1 == "oversub") && $4 == "-" {
+ncpu=$(awk -F, '$1 == "lat" && $3 + 0 > m { m = $3 + 0 } END { print m + 0 }' "$csv")
+# experimental variants (x-*) stay out of the plot unless ABAR_BENCH_PLOT_VARIANTS=1
+awk -F, -v d="$tmp" -v xv="${ABAR_BENCH_PLOT_VARIANTS:-0}" 'NR > 1 && ($1 == "lat" || $1 == "oversub") && $4 == "-" && (xv == 1 || $2 !~ /^x-/) {
     f = d "/" $1 "_" $2 ".dat"; print $3, $5, $6, $7 >> f }' "$csv"
 if command -v gnuplot >/dev/null 2>&1; then
   {
     echo "set terminal pngcairo size 1400,640 noenhanced font ',10'"
     echo "set output '$png'"
-    echo "set multiplot layout 1,2 title 'abar-bench: ns per phase (median, min-max bars), $(nproc) CPUs'"
+    echo "set multiplot layout 1,2 title 'abar-bench: ns per phase (median, min-max bars), $ncpu CPUs'"
     for s in lat oversub; do
-      if [ $s = lat ]; then echo "set title 'pinned, T = 1..CPUs'"; else echo "set title 'oversubscribed, unpinned'"; fi
+      if [ $s = lat ]; then echo "set title 'pinned, T = 1..CPUs'; set xtics 1"; else echo "set title 'oversubscribed, unpinned'; set xtics autofreq"; fi
       echo "set logscale y; set grid; set xlabel 'threads T'; set ylabel 'ns per phase'; set key left top font ',8'"
       plots=()
       for f in "$tmp"/${s}_*.dat; do
