@@ -24,7 +24,7 @@
 #include <string.h>
 
 enum { CONSUMERS = 3, BLOCK = 1 + CONSUMERS };
-enum { BUFFER_LEN = 240, N = BUFFER_LEN * 4000 };  /* N is the total number of floats in in and out */
+enum { BUFFER_LEN = 240, N = BUFFER_LEN * 3000 };  /* N is the total number of floats in in and out */
 
 static float in[N], out[N];
 static float buffer[2 * BUFFER_LEN];   /* buffer_0 = buffer, buffer_1 = buffer + buffer_len */
