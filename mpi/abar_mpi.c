@@ -98,6 +98,7 @@ struct mpi_impl {
 /* The barrier whose user completion this thread is running (EDEADLK guard). */
 static _Thread_local const struct mpi_impl *completing;
 
+/* An invalid token, in the core's encoding (EINVAL or ECANCELED only). */
 static abar_token_t tok_err(int e) { return (abar_token_t){ .raw = (uint64_t)e, .id = 0 }; }
 
 static uint64_t now_ns(void)
@@ -352,7 +353,8 @@ abar_token_t abar_mpi_arrive(abar_mpi_t *b)
 {
     struct mpi_impl *m = live(b);
     if (m == NULL) return tok_err(EINVAL);
-    if (completing == m) return tok_err(EDEADLK);
+    /* From its own completion: the phase expects no arrival (as in the core). */
+    if (completing == m) return tok_err(EINVAL);
     /* seq_cst: pairs with destroy's read of `inside` */
     atomic_fetch_add(&m->inside, 1);
     abar_token_t t;
@@ -379,8 +381,8 @@ abar_token_t abar_mpi_arrive(abar_mpi_t *b)
         abar_token_t lt = abar_arrive(&m->local); /* the last local one posts to MPI */
         if (abar_token_error(lt)) t = lt;
     }
-    int e = atomic_load(&m->err);
-    if (e && abar_token_error(t) == ECANCELED) t = tok_err(e);
+    /* After an MPI failure the token says ECANCELED (an invalid token carries
+     * only EINVAL or ECANCELED); waiting on it returns EIO. */
     /* release: our last access to m; destroy reads 0 after it */
     atomic_fetch_sub_explicit(&m->inside, 1, memory_order_release);
     return t;
