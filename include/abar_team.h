@@ -102,10 +102,10 @@ ABAR_API void *abar_cluster_map_shared(const abar_thread_t *self, const void *ad
 /* ---- team barrier -------------------------------------------------------------- */
 
 /* Split arrive/wait over the threads of the team.  Each thread arrives once
- * and waits once a phase: a second arrive (or a sync) before the wait returns
- * an invalid token (abar_token_error: EALREADY) and counts nothing; a wait
- * without an arrive, or with another token than the arrive returned, is
- * EINVAL.  After abar_abort: ECANCELED. */
+ * and waits once a phase: a second arrive before the wait counts nothing and
+ * returns an invalid token (abar_token_error: EINVAL), a sync then returns
+ * EALREADY; a wait without an arrive, or with another token than the arrive
+ * returned, is EINVAL.  After abar_abort: ECANCELED. */
 ABAR_API abar_token_t abar_team_arrive(abar_thread_t *self);
 ABAR_API int abar_team_wait(abar_thread_t *self, abar_token_t t);
 ABAR_API int abar_team_sync(abar_thread_t *self); /* arrive + wait */

@@ -101,7 +101,7 @@ static inline bool self_ok(const abar_thread_t *self)
 abar_token_t abar_team_arrive(abar_thread_t *self)
 {
     if (!self_ok(self)) return tok_error(EINVAL);
-    if (self->team_pending) return tok_error(EALREADY); /* second arrive in a phase */
+    if (self->team_pending) return tok_error(EINVAL); /* second arrive in a phase */
     abar_token_t t = abar_arrive(&self->team->tbar);
     if (abar_token_error(t) == 0) {
         self->team_pending = true;
@@ -134,7 +134,7 @@ int abar_team_sync(abar_thread_t *self)
 abar_token_t abar_cluster_arrive(abar_thread_t *self)
 {
     if (!self_ok(self)) return tok_error(EINVAL);
-    if (self->cluster_pending) return tok_error(EALREADY);
+    if (self->cluster_pending) return tok_error(EINVAL); /* second arrive in a phase */
     abar_token_t t = abar_arrive(&self->team->tcbar);
     if (abar_token_error(t) == 0) {
         self->cluster_pending = true;
@@ -199,9 +199,6 @@ static void leave_team_stage(abar_thread_t *self)
 
 void abar__team_exit(abar_thread_t *self)
 {
-#ifdef ABAR__TEAM_NODROP
-    return;
-#endif
     struct abar__team *team = self->team;
     bool solo = self->L->cfg.team_size == 1;
     if (!self->team_pending && !solo) (void)abar_arrive_and_drop(&team->tbar);

@@ -156,11 +156,30 @@ TEST(pool_reused_between_launches)
     CHECK_EQ(atomic_load(&ntids), 4 * 101);
 }
 
+static long usable_cpus(void)
+{
+    cpu_set_t set;
+    CHECK_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+    return CPU_COUNT(&set);
+}
+
 TEST(pool_default_size_is_cpus)
 {
     unsetenv("ABAR_POOL_THREADS");
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    CHECK_EQ(abar_pool_threads(), n);
+    CHECK_EQ(abar_pool_threads(), usable_cpus());
+}
+
+TEST(pool_default_size_follows_affinity)
+{
+    unsetenv("ABAR_POOL_THREADS");
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    CHECK_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+    CHECK_EQ(abar_pool_threads(), 1);
+    abar_launch_t cfg = { 3, 1, 1, 0 };
+    CHECK_EQ(abar_run(&cfg, count_kernel, NULL), 0);
+    CHECK_EQ(atomic_load(&ran), 3);
 }
 
 TEST(pool_size_from_env)
@@ -174,7 +193,7 @@ TEST(pool_size_from_env)
     CHECK_EQ(abar_run(&cfg, count_kernel, NULL), E2BIG);
     setenv("ABAR_POOL_THREADS", "junk", 1); /* ignored: the default */
     CHECK_EQ(abar_pool_configure(0, 0), 0);
-    CHECK_EQ(abar_pool_threads(), sysconf(_SC_NPROCESSORS_ONLN));
+    CHECK_EQ(abar_pool_threads(), usable_cpus());
 }
 
 TEST(pool_configure_errors)
