@@ -3,12 +3,21 @@
  *
  * One 64-bit state word holds everything an arrival must change atomically:
  *
- *   bits  0..19  pending   arrivals still expected in this phase (0: completing)
- *   bits 20..39  drops     arrive_and_drop calls counted in this phase
- *   bit  40      PARKED    some waiter may sleep on the futex word
- *   bit  41      CANCELLED abar_cancel ran (sticky)
- *   bit  42      FINISHED  every participant dropped: no later phase
- *   bits 43..63  phase     the phase number modulo 2^21
+ *   bits  0..21  pending   arrivals still expected in this phase, plus a bias
+ *                          of 2^21 (see below); 0 arrivals left: completing
+ *   bits 22..41  drops     arrive_and_drop calls counted in this phase
+ *   bit  42      PARKED    some waiter may sleep on the futex word
+ *   bit  43      CANCELLED abar_cancel ran (sticky)
+ *   bit  44      FINISHED  every participant dropped: no later phase
+ *   bits 45..63  phase     the phase number modulo 2^19
+ *
+ * A single arrival is one fetch-and-sub of 1 (arrive.c).  If it finds nothing
+ * left to count it adds the 1 back; until then pending reads below zero, and
+ * the bias keeps that from borrowing into the fields above.  Such a refused
+ * arrival can only happen once the count is truly 0 (an arrival of 1 that
+ * found pending >= 1 is always counted), so a negative reading always means
+ * "0, with refusals being undone".  Arrivals of n > 1 and drops use a CAS and
+ * never leave a transient.
  *
  * The full 64-bit phase lives in `phase`; the completer stores phase+1 there
  * just before the release, so at any moment phase ∈ {S, S+1} where S is the
@@ -29,30 +38,34 @@
 #define ABAR__MAGIC_LIVE 0x61626172u /* "abar" */
 #define ABAR__MAGIC_DEAD 0x64656164u /* "dead" */
 
-#define ST_PENDING_BITS 20
-#define ST_PENDING_MASK ((UINT64_C(1) << ST_PENDING_BITS) - 1)
-#define ST_DROP_SHIFT   20
+#define ST_PENDING_BIAS (UINT64_C(1) << 21)
+#define ST_PENDING_MASK ((UINT64_C(1) << 22) - 1)
+#define ST_DROP_SHIFT   22
 #define ST_DROP_ONE     (UINT64_C(1) << ST_DROP_SHIFT)
-#define ST_DROP_MASK    (ST_PENDING_MASK << ST_DROP_SHIFT)
-#define ST_PARKED       (UINT64_C(1) << 40)
-#define ST_CANCELLED    (UINT64_C(1) << 41)
-#define ST_FINISHED     (UINT64_C(1) << 42)
-#define ST_PHASE_SHIFT  43
-#define ST_PHASE_BITS   21
+#define ST_DROP_MASK    (((UINT64_C(1) << 20) - 1) << ST_DROP_SHIFT)
+#define ST_PARKED       (UINT64_C(1) << 42)
+#define ST_CANCELLED    (UINT64_C(1) << 43)
+#define ST_FINISHED     (UINT64_C(1) << 44)
+#define ST_PHASE_SHIFT  45
+#define ST_PHASE_BITS   19
 #define ST_PHASE_MASK   ((UINT64_C(1) << ST_PHASE_BITS) - 1)
 
-static inline uint32_t st_pending(uint64_t s) { return (uint32_t)(s & ST_PENDING_MASK); }
+/* Arrivals still expected; below 0 while refused arrivals are being undone. */
+static inline int32_t st_pending(uint64_t s)
+{
+    return (int32_t)(s & ST_PENDING_MASK) - (int32_t)ST_PENDING_BIAS;
+}
 static inline uint32_t st_drops(uint64_t s) { return (uint32_t)((s & ST_DROP_MASK) >> ST_DROP_SHIFT); }
 static inline uint64_t st_phase(uint64_t s) { return s >> ST_PHASE_SHIFT; }
 static inline uint64_t phase_lo(uint64_t p) { return p & ST_PHASE_MASK; }
 static inline uint64_t st_make(uint64_t phase, uint32_t pending, uint64_t flags)
 {
-    return (phase_lo(phase) << ST_PHASE_SHIFT) | flags | pending;
+    return (phase_lo(phase) << ST_PHASE_SHIFT) | flags | (pending + ST_PENDING_BIAS);
 }
 /* The last arrival has been counted; the completer owns the phase until its release. */
 static inline bool st_completing(uint64_t s)
 {
-    return st_pending(s) == 0 && !(s & ST_FINISHED);
+    return st_pending(s) <= 0 && !(s & ST_FINISHED);
 }
 
 struct abar_impl {

@@ -21,20 +21,35 @@ static inline uint64_t arrival_phase(struct abar_impl *b, uint64_t s)
 static abar_token_t arrive(abar_t *b, uint32_t n, bool drop)
 {
     struct abar_impl *bi = abar__live(b);
-    if (bi == NULL || n == 0) return tok_error(EINVAL);
+    if (bi == NULL || n == 0 || n > ABAR_EXPECTED_MAX) return tok_error(EINVAL);
     const uint64_t ident = bi->ident; /* read now: after a release we may not touch bi */
-    uint64_t s = atomic_load_explicit(&bi->state, memory_order_relaxed), ns;
-    do {
-        if (s & (ST_CANCELLED | ST_FINISHED)) return tok_error(ECANCELED);
-        /* More than the phase still expects (or its completion is running):
-         * refused whole, nothing counted. */
-        if (n > st_pending(s)) return tok_error(EINVAL);
-        ns = s - n + (drop ? ST_DROP_ONE : 0);
-        /* acq_rel: release publishes this thread's writes to whoever completes
+    uint64_t s, ns;
+    if (n == 1 && !drop) {
+        /* The common case: one atomic subtraction counts the arrival.
+         * acq_rel: release publishes this thread's writes to whoever completes
          * the phase (all arrivals form one release sequence on `state`);
          * acquire gives the completing arrival every earlier arrival's writes. */
-    } while (!atomic_compare_exchange_weak_explicit(&bi->state, &s, ns, memory_order_acq_rel,
-                                                    memory_order_relaxed));
+        s = atomic_fetch_sub_explicit(&bi->state, 1, memory_order_acq_rel);
+        ns = s - 1;
+        if ((s & (ST_CANCELLED | ST_FINISHED)) || st_pending(s) < 1) {
+            /* Not countable: take it back.  The phase's count is truly 0 (or
+             * the barrier is cancelled), so the transient hides no arrival;
+             * a completer waits for this undo before it resets. */
+            atomic_fetch_add_explicit(&bi->state, 1, memory_order_relaxed);
+            return tok_error(s & (ST_CANCELLED | ST_FINISHED) ? ECANCELED : EINVAL);
+        }
+    } else {
+        s = atomic_load_explicit(&bi->state, memory_order_relaxed);
+        do {
+            if (s & (ST_CANCELLED | ST_FINISHED)) return tok_error(ECANCELED);
+            /* More than the phase still expects (or its completion is running):
+             * refused whole, nothing counted. */
+            if ((int32_t)n > st_pending(s)) return tok_error(EINVAL);
+            ns = s - n + (drop ? ST_DROP_ONE : 0);
+            /* acq_rel: as above */
+        } while (!atomic_compare_exchange_weak_explicit(&bi->state, &s, ns, memory_order_acq_rel,
+                                                        memory_order_relaxed));
+    }
     uint64_t p = arrival_phase(bi, s);
     if (st_pending(ns) == 0) abar__complete(bi, p, ns);
     return tok_make(p, ident);
@@ -64,13 +79,21 @@ void abar__complete(struct abar_impl *b, uint64_t p, uint64_t s)
     atomic_store_explicit(&b->phase, p + 1, memory_order_release);
     uint64_t cur = atomic_load_explicit(&b->state, memory_order_relaxed);
     uint64_t fin = next == 0 ? ST_FINISHED : 0;
-    /* Only PARKED and CANCELLED can change under us; keep CANCELLED, clear
-     * PARKED (we wake the parked below).  release: the completion's writes
-     * and every arrival's (acquired above) reach each waiter that sees the
-     * new phase with its acquire load. */
-    while (!atomic_compare_exchange_weak_explicit(
-        &b->state, &cur, st_make(p + 1, next, (cur & ST_CANCELLED) | fin),
-        memory_order_release, memory_order_relaxed)) {}
+    /* PARKED and CANCELLED may change under us, and refused arrivals may
+     * have subtracted and not yet added back: wait for their undo (pending
+     * back at exactly 0), keep CANCELLED, clear PARKED (we wake the parked
+     * below).  release: the completion's writes and every arrival's
+     * (acquired above) reach each waiter that sees the new phase. */
+    for (;;) {
+        if (st_pending(cur) != 0) {
+            abar__pause();
+            cur = atomic_load_explicit(&b->state, memory_order_relaxed);
+        } else if (atomic_compare_exchange_weak_explicit(
+                       &b->state, &cur, st_make(p + 1, next, (cur & ST_CANCELLED) | fin),
+                       memory_order_release, memory_order_relaxed)) {
+            break;
+        }
+    }
     if (cur & ST_PARKED) abar__futex_wake_all(&b->futex, pshared);
 }
 

@@ -13,7 +13,11 @@
  *   slot.sbar   between waves (C): its completion re-initialises the above
  *
  * A thread leaving the kernel drops out of tbar and tcbar, so peers that
- * still synchronise never wait for it.
+ * still synchronise never wait for it -- lazily: if nobody has used the group
+ * yet, it only flags its exit, and the group's first user drops for it
+ * (a store/load handshake on `used` and the exit flag, both seq_cst, so one
+ * of the two sees the other; a CAS on the flag makes exactly one drop).
+ * A barrier nobody used stays fresh and needs no initialisation next launch.
  */
 #ifndef ABAR_TEAM_INTERNAL_H
 #define ABAR_TEAM_INTERNAL_H
@@ -28,12 +32,28 @@
 
 struct abar__slot;
 
+/* One per thread of a slot, on its own cache line: whether the thread has
+ * left the kernel without leaving a barrier group nobody had used yet.
+ * Value: residency * 4 + EXITED (unclaimed) or + CLAIMED (its drop is done
+ * or is being done, by itself or by the group's first user). */
+struct abar__xflag {
+    _Atomic uint64_t t;        /* the team barrier */
+    _Atomic uint64_t c;        /* the cluster barrier */
+    char pad[64 - 2 * sizeof(uint64_t)];
+};
+#define ABAR__X_EXITED  1u
+#define ABAR__X_CLAIMED 2u
+
 struct abar__team {
     abar_t tbar;
     abar_t tcbar;
-    struct abar__slot *slot;
+    /* read-mostly */
+    _Alignas(64) struct abar__slot *slot;
     unsigned char *shared;     /* this team's shared memory */
-    _Atomic unsigned live;     /* threads still in the kernel (cluster_size > 1 only) */
+    unsigned base;             /* slot rank of the team's thread 0 */
+    _Atomic int used;          /* tbar has been used by this residency */
+    /* written at exits and by tcbar's completion */
+    _Alignas(64) _Atomic unsigned live; /* threads yet to leave tcbar (cluster_size > 1 only) */
     /* The cbar token of tcbar phase p, stored by tcbar's completion in
      * ctok[p & 1] before tcbar's release; read by the team's waiters after it. */
     abar_token_t ctok[2];
@@ -42,13 +62,17 @@ struct abar__team {
 struct abar__slot {
     abar_t cbar;
     abar_t sbar;
-    struct abar__launch *L;
+    _Alignas(64) struct abar__launch *L;
     struct abar__team *teams;  /* cluster_size of them */
+    struct abar__xflag *x;     /* C of them, by slot rank */
     unsigned cluster;          /* the resident cluster (written by the caller or sbar's completion) */
     bool stop;                 /* set by sbar's completion after an abort: no next wave */
+    uint64_t epoch;            /* the pool's epoch its barriers were initialised for */
+    uint64_t residency;        /* unique per resident cluster (keys the exit flags) */
+    _Atomic int used;          /* the cluster barrier has been used by this residency */
 };
 
-/* One launch: written by the caller before the start barrier, read-only after. */
+/* One launch: written by the caller before the start, read-only after. */
 struct abar__launch {
     abar_launch_t cfg;
     abar_kernel_fn *kernel;
@@ -58,6 +82,8 @@ struct abar__launch {
     unsigned C;                /* threads per cluster */
     size_t shared_stride;      /* bytes between two teams' shared memory */
     struct abar__slot *slots;
+    _Atomic uint64_t *residencies; /* the pool's counter */
+    uint64_t epoch;
     _Atomic int abort_code;    /* first abar_abort's code, else 0 */
     pthread_mutex_t lock;      /* orders abort's cancels with sbar's re-inits */
 };
@@ -66,6 +92,7 @@ struct abar_thread {
     struct abar__launch *L;
     struct abar__slot *slot;
     struct abar__team *team;
+    struct abar__xflag *x;     /* this thread's exit flags */
     unsigned thread_rank, team_rank, cluster_rank, cluster_index;
     bool team_pending, cluster_pending; /* arrived, not yet waited (seed 004's rule) */
     abar_token_t team_tok, cluster_tok;
@@ -76,7 +103,10 @@ struct abar_thread {
 /* team_sync.c */
 extern _Thread_local abar_thread_t *abar__team_self; /* inside a kernel: its self */
 void abar__team_exit(abar_thread_t *self);           /* leave the kernel: drop out of the barriers */
-int abar__team_init_cluster(struct abar__slot *s);   /* (re)initialise a slot's barriers */
+/* Sets a slot up for its next resident cluster: initialises every barrier
+ * if the slot's epoch is not the launch's, else only those the previous
+ * residency used (or all, after an abort).  0 or EINVAL. */
+int abar__team_prepare_cluster(struct abar__slot *s);
 
 /* team_topo.c: the CPU order for pinning and its cache groups.
  * Fills order[0..n) with the allowed CPUs sorted so that CPUs sharing the

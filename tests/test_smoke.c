@@ -3,6 +3,7 @@
 #include <abar.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <errno.h>
 
 enum { T = 4, PHASES = 20000 };
 static abar_t bar;
@@ -57,6 +58,42 @@ TEST(single_thread_split)
     CHECK_EQ(abar_wait(&b, t2), 0);
     CHECK_EQ(abar_phase(&b), 1);
     CHECK_EQ(abar_destroy(&b), 0);
+}
+
+/* Racing over-arrivals: 6 threads keep arriving on a barrier that expects 3
+ * a phase.  Every counted arrival is in exactly one phase, every phase counts
+ * exactly 3, and the refused ones change nothing. */
+static abar_t race;
+static _Atomic long race_counted;
+static long race_completions;
+static void race_complete(void *arg) { (void)arg; race_completions++; }
+static void *race_worker(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 20000; i++) {
+        abar_token_t t = i % 3 ? abar_arrive(&race) : abar_arrive_n(&race, 1 + i % 2);
+        int e = abar_token_error(t);
+        if (e == 0) atomic_fetch_add(&race_counted, i % 3 ? 1 : 1 + i % 2);
+        else if (e != EINVAL) _exit(6);
+    }
+    return NULL;
+}
+TEST(racing_over_arrivals_count_exactly)
+{
+    abar_attr_t a = { race_complete, NULL, 0 };
+    CHECK_EQ(abar_init(&race, 3, &a), 0);
+    pthread_t th[6];
+    for (int i = 0; i < 6; i++) pthread_create(&th[i], NULL, race_worker, NULL);
+    for (int i = 0; i < 6; i++) pthread_join(th[i], NULL);
+    uint64_t ph = abar_phase(&race);
+    abar_token_t cur = abar_current(&race);
+    CHECK_EQ(abar_test(&race, cur), EBUSY);
+    /* what the open phase still expects: arrive one at a time until it completes */
+    long open = 0;
+    while (abar_phase(&race) == ph) { CHECK_EQ(abar_token_error(abar_arrive(&race)), 0); open++; }
+    CHECK_EQ(race_completions, (long)ph + 1);
+    CHECK_EQ(atomic_load(&race_counted) + open, 3 * ((long)ph + 1));
+    CHECK(ph > 100);
 }
 
 int main(int argc, char **argv) { return harness_main(argc, argv); }
