@@ -121,8 +121,8 @@ int main(int argc, char **argv)
     if (scen_on(&o, "lat"))
         for (unsigned t = 1; t <= o.max_threads; t++) measure("lat", t, 1, &o, o.cap_ns, M_LAT, 0, "-");
     if (scen_on(&o, "split")) {
-        static const unsigned W[] = { 0, 100, 500, 2000 };
-        for (unsigned wi = 0; wi < 4; wi++) {
+        static const unsigned W[] = { 0, 100, 500, 2000, 10000 };
+        for (unsigned wi = 0; wi < 5; wi++) {
             char param[32];
             snprintf(param, sizeof param, "joined:%u", W[wi]);
             measure("split", T, 1, &o, o.cap_ns, M_JOINED, work_iters(W[wi]), param);
