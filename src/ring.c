@@ -15,6 +15,7 @@
  * Only the layer's bookkeeping lives here; every hand-off is a core arrive
  * (release) and a core phase read or wait (acquire).
  */
+#define _GNU_SOURCE
 #include "abar_ring.h"
 
 #include <errno.h>
@@ -22,6 +23,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sched.h>
 
@@ -29,7 +31,8 @@
 #define RING_MAGIC_DEAD 0x64656164u /* "dead" */
 #define RING_FLAGS      (ABAR_WAIT_SPIN | ABAR_WAIT_PARK)
 #define RING_SHARDS_MAX 64u
-#define RING_SPIN_ITERS 256u        /* polls before the core's wait takes over */
+#define RING_SPIN_NS    50000u      /* default poll budget before parking (ABAR_SPIN_NS) */
+#define RING_PURE_POLLS 128u        /* polls (about 2 us) before the poll starts yielding */
 
 /* pos->_state */
 #define POS_PRODUCER 0x1u
@@ -51,7 +54,7 @@ struct ring_impl {
     uint32_t stages, producers, consumers;
     uint32_t flags;
     uint32_t nshards;
-    uint32_t spin_iters;
+    uint32_t spin_ns;               /* poll budget; UINT32_MAX: never park (ABAR_WAIT_SPIN) */
     uint64_t ident;
     uint64_t check;                 /* ident ^ bars: a garbage struct is not "live" */
     abar_t *bars;                   /* filled[k] = bars[2k], ready[k] = bars[2k+1] */
@@ -120,6 +123,25 @@ static bool bad_time(const struct timespec *t)
     return t == NULL || t->tv_sec < 0 || t->tv_nsec < 0 || t->tv_nsec > 999999999;
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The poll budget: ABAR_SPIN_NS as for the core, else RING_SPIN_NS. */
+static uint32_t spin_budget(void)
+{
+    const char *e = getenv("ABAR_SPIN_NS");
+    if (e && *e) {
+        char *end;
+        unsigned long long x = strtoull(e, &end, 10);
+        if (*end == '\0') return x < UINT32_MAX ? (uint32_t)x : UINT32_MAX - 1;
+    }
+    return RING_SPIN_NS;
+}
+
 enum { MODE_WAIT, MODE_TRY };
 
 /* Waits until abar_phase(b) >= need.  0, EBUSY (try), ETIMEDOUT, ECANCELED. */
@@ -137,12 +159,26 @@ static int wait_phase(struct ring_impl *ri, abar_t *b, uint64_t need, int mode,
     struct ring_busy *busy = &ri->busy[shard];
     atomic_fetch_add(&busy->n, 1);
     int r = 0;
-    /* Short poll on the phase: a hand-off that lands now costs one cache-line
-     * transfer, no read-modify-write on the barrier's hot line. */
-    for (uint32_t i = 0; i < ri->spin_iters; i++) {
-        ring_pause();
-        if (abar_phase(b) >= need) goto out;
-        if (cancelled(ri)) { r = ECANCELED; goto out; }
+    /* Poll the phase: a hand-off that lands now costs one cache-line
+     * transfer and no read-modify-write on the barrier's hot line.  Pure
+     * polls first; then each poll yields the CPU once, so a thread we wait
+     * for that shares our CPU gets to run; past the budget, park. */
+    if (ri->spin_ns) {
+        uint64_t t0 = 0, deadline = abstime ? (uint64_t)abstime->tv_sec * 1000000000u +
+                                                  (uint64_t)abstime->tv_nsec
+                                            : UINT64_MAX;
+        for (uint32_t i = 1;; i++) {
+            if (i <= RING_PURE_POLLS) ring_pause();
+            else sched_yield();
+            if (abar_phase(b) >= need) goto out;
+            if (cancelled(ri)) { r = ECANCELED; goto out; }
+            if (i % 16 == 0) {
+                uint64_t now = now_ns();
+                if (t0 == 0) t0 = now;
+                if (now >= deadline) { r = ETIMEDOUT; goto out; }
+                if (ri->spin_ns != UINT32_MAX && now - t0 >= ri->spin_ns) break;
+            }
+        }
     }
     for (;;) {
         /* The invariant above: while phase < need, the token names need-1. */
@@ -179,13 +215,14 @@ int abar_ring_init(abar_ring_t *ring, uint32_t stages, uint32_t producers,
     size_t nb = 2 * (size_t)stages * sizeof(abar_t);
     abar_t *bars = aligned_alloc(64, nb + nshards * sizeof(struct ring_busy));
     if (bars == NULL) return ENOMEM;
-    /* More ring threads than CPUs: a spinning waiter holds the CPU that the
-     * thread it waits for needs, so unless told otherwise the barriers park
-     * at once and the ring does not poll (the core's adaptive spin counts
-     * only the waiters of one barrier, and a ring spreads them over 2*stages). */
+    /* The ring polls itself and its barriers park at once (the core's own
+     * adaptive spin counts the waiters of one barrier only, and a ring
+     * spreads its waiters over 2*stages barriers).  ABAR_WAIT_SPIN: poll,
+     * never park.  ABAR_WAIT_PARK, or more ring threads than CPUs (a poller
+     * would hold the CPU that the thread it waits for needs): park at once. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     bool crowded = (long)producers + consumers > (ncpu > 0 ? ncpu : 1);
-    abar_attr_t a = { NULL, NULL, flags | (crowded && !(flags & RING_FLAGS) ? ABAR_WAIT_PARK : 0) };
+    abar_attr_t a = { NULL, NULL, flags & ABAR_WAIT_SPIN ? ABAR_WAIT_SPIN : ABAR_WAIT_PARK };
     for (uint32_t k = 0; k < stages; k++) {
         if (abar_init(&bars[2 * (size_t)k], producers, &a) ||
             abar_init(&bars[2 * (size_t)k + 1], consumers, &a)) {
@@ -210,7 +247,8 @@ int abar_ring_init(abar_ring_t *ring, uint32_t stages, uint32_t producers,
     ri->nshards = nshards;
     /* Poll only when every thread of the ring can have its own CPU (else the
      * poll steals the CPU the awaited thread needs) and parking is not asked. */
-    ri->spin_iters = (a.flags & ABAR_WAIT_PARK) || crowded ? 0 : RING_SPIN_ITERS;
+    ri->spin_ns = flags & ABAR_WAIT_SPIN ? UINT32_MAX
+                : (flags & ABAR_WAIT_PARK) || crowded ? 0 : spin_budget();
     ri->ident = id ? id : 1;
     ri->bars = bars;
     ri->busy = busy;
