@@ -49,14 +49,19 @@ check_symbols() {
 step "libabar.so exports only abar_* names" check_symbols
 
 # 3. man pages, including the .so links
+# one page per function declared ABAR_API in the installed abar.h, plus abar(3)
 check_man() {
-  for page in abar abar_init abar_destroy abar_arrive abar_arrive_n abar_current abar_token_error \
-              abar_wait abar_wait_until abar_test abar_arrive_and_wait abar_arrive_and_drop \
-              abar_cancel abar_phase; do
+  local pages
+  pages=$(grep -oE 'ABAR_API[^(]*[^a-z_](abar_[a-z_0-9]+)\(' "$prefix/include/abar.h" |
+          grep -oE 'abar_[a-z_0-9]+\($' | tr -d '(' | sort -u)
+  [ "$(echo "$pages" | wc -w)" -ge 13 ] || { echo "found only: $pages"; return 1; }
+  for page in abar $pages; do
     local out
-    out=$(MANWIDTH=80 man -M "$prefix/share/man" 3 "$page" 2>&1) || { echo "man $page: $out"; return 1; }
+    out=$(MANWIDTH=200 man -M "$prefix/share/man" 3 "$page" 2>&1) || { echo "man $page: $out"; return 1; }
     echo "$out" | grep -q "^NAME" || { echo "man $page: no NAME section"; return 1; }
+    echo "$out" | grep -q "$page" || { echo "man $page: the page does not mention $page"; return 1; }
   done
+  echo "rendered: abar" $pages
 }
 if command -v man >/dev/null; then
   step "man pages render from the prefix (man -M)" check_man
