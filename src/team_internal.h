@@ -107,6 +107,7 @@ void abar__team_exit(abar_thread_t *self);           /* leave the kernel: drop o
  * if the slot's epoch is not the launch's, else only those the previous
  * residency used (or all, after an abort).  0 or EINVAL. */
 int abar__team_prepare_cluster(struct abar__slot *s);
+void abar__team_next_wave(void *slot);               /* sbar's completion (team_pool.c) */
 
 /* team_topo.c: the CPU order for pinning and its cache groups.
  * Fills order[0..n) with the allowed CPUs sorted so that CPUs sharing the

@@ -1,11 +1,13 @@
 /* team_pool.c - the persistent pool of worker threads and abar_run.
  *
  * Worker 0 is the thread that calls abar_run; workers 1..P-1 are pool
- * threads parked on the `start` barrier between launches.  A launch:
- *   caller: validate, set up the slots, publish the launch, arrive on `start`;
- *   every worker: run its part (or none), arrive on `done`;
- *   caller: wait on `done`, return the abort code.
- * Both are core barriers, so waiting spins briefly, then parks. */
+ * threads that wait for the next launch.  A launch:
+ *   caller: validate, prepare the slots, publish the launch, bump `gen`;
+ *   every worker: see `gen` move, run its part (or none), decrement `pending`;
+ *   caller: run its own part, wait for `pending` to reach 0.
+ * Waiting spins briefly (the core's budget, ABAR_SPIN_NS), then sleeps on a
+ * futex.  This dispatch is the pool's own (two words and a futex, as an
+ * OpenMP runtime's); the teams' and clusters' barriers are abar_t. */
 #define _GNU_SOURCE
 #include "abar_internal.h"
 #include "team_internal.h"
@@ -20,28 +22,38 @@
 struct worker {
     pthread_t tid;
     unsigned index;
-    abar_token_t first;        /* `start`'s phase 0, taken before the thread runs */
     struct abar__pool *pool;
 };
 
 struct abar__pool {
-    unsigned nthreads;         /* P, the caller included */
+    /* line 0: the caller writes it once a launch, the workers read it */
+    _Alignas(64) _Atomic uint32_t gen; /* launch generation; futex word of sleeping workers */
+    _Atomic uint32_t sleepers;         /* workers that may sleep on gen */
+    bool quit;                         /* read after gen moves: leave the loop */
+    /* line 1: every worker writes it once a launch */
+    _Alignas(64) _Atomic uint32_t pending; /* workers not done with the launch; the caller's futex word */
+    _Atomic uint32_t caller_parked;
+    /* read-mostly */
+    _Alignas(64) unsigned nthreads;    /* P, the caller included */
     unsigned flags;
-    abar_t start;              /* expected 1: the caller's arrival starts a launch */
-    abar_t done;               /* expected P: every worker's arrival ends it */
-    struct abar__launch *L;    /* the current launch (read after `start`) */
-    bool quit;                 /* read after `start`: leave the loop */
+    uint64_t spin_ns;                  /* 0 when the pool has more threads than CPUs */
+    struct abar__launch *L;            /* the current launch (read after gen moves) */
     struct worker *workers;
-    int *cpu;                  /* worker w runs on cpu[w % ncpu] when pinned */
-    int *grp;                  /* cache group of worker w */
+    int *cpu;                          /* worker w runs on cpu[w % ncpu] when pinned */
+    int *grp;                          /* cache group of worker w */
     int ncpu;
     /* Cached per launch shape: the cut of workers into slots. */
     unsigned place_C, place_K;
     int *slot_of, *rank_of;
-    /* Grow-only storage for the slots, teams and shared memory. */
+    /* The barriers stay initialised between launches of one shape. */
+    unsigned shape_ts, shape_cs;
+    uint64_t epoch;
+    _Atomic uint64_t residencies;
+    /* Grow-only storage for the slots, teams, exit flags and shared memory. */
     struct abar__launch launch;
-    struct abar__slot *slots;  /* P of them */
-    struct abar__team *teams;  /* P of them */
+    struct abar__slot *slots;          /* P of them */
+    struct abar__team *teams;          /* P of them */
+    struct abar__xflag *xflags;        /* P of them */
     unsigned char *shm;
     size_t shm_bytes;
 };
@@ -93,7 +105,7 @@ static void run_cluster(struct abar__slot *s, unsigned r, abar_thread_t *self)
     struct abar__launch *L = s->L;
     unsigned ts = L->cfg.team_size;
     *self = (abar_thread_t){
-        .L = L, .slot = s, .team = &s->teams[r / ts],
+        .L = L, .slot = s, .team = &s->teams[r / ts], .x = &s->x[r],
         .thread_rank = r % ts,
         .cluster_rank = r / ts,
         .cluster_index = s->cluster,
@@ -107,7 +119,7 @@ static void run_cluster(struct abar__slot *s, unsigned r, abar_thread_t *self)
 
 /* sbar's completion: every thread of the slot has left the previous cluster;
  * set the slot up for the next (or stop after an abort). */
-static void next_wave(void *arg)
+void abar__team_next_wave(void *arg)
 {
     struct abar__slot *s = arg;
     struct abar__launch *L = s->L;
@@ -117,7 +129,7 @@ static void next_wave(void *arg)
         s->stop = true;
     } else {
         s->cluster += L->K;
-        if (abar__team_init_cluster(s) != 0) s->stop = true; /* cannot happen */
+        if (abar__team_prepare_cluster(s) != 0) s->stop = true; /* cannot happen */
     }
     pthread_mutex_unlock(&L->lock);
 }
@@ -141,20 +153,66 @@ static void run_part(struct abar__pool *p, unsigned w)
     }
 }
 
+/* Returns once gen is no longer g: spins for the budget, then sleeps.
+ * seq_cst on sleepers and gen here, and on the caller's store of gen and load
+ * of sleepers: either we see the new gen, or the caller sees us and wakes us. */
+static void wait_gen(struct abar__pool *p, uint32_t g)
+{
+    uint64_t budget = p->spin_ns, t0 = budget ? abar__now_ns() : 0;
+    for (unsigned i = 1; budget; i++) {
+        /* acquire: the launch the caller published before its store of gen */
+        if (atomic_load_explicit(&p->gen, memory_order_acquire) != g) return;
+        abar__pause();
+        if (i % 64 == 0 && abar__now_ns() - t0 >= budget) break;
+    }
+    atomic_fetch_add(&p->sleepers, 1);
+    while (atomic_load(&p->gen) == g) (void)abar__futex_wait(&p->gen, g, false, NULL);
+    atomic_fetch_sub_explicit(&p->sleepers, 1, memory_order_relaxed);
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *wk = arg;
     struct abar__pool *p = wk->pool;
-    abar_token_t t = wk->first;
+    uint32_t g = 0; /* workers start before the first launch */
     for (;;) {
-        (void)abar_wait(&p->start, t);
-        /* The next launch's start needs `done` to complete first, which needs
-         * this worker's arrival below: this token is taken in time. */
-        t = abar_current(&p->start);
+        wait_gen(p, g);
+        g = atomic_load_explicit(&p->gen, memory_order_acquire);
+        /* No launch can follow before this worker's decrement below: gen
+         * moved exactly once. */
         if (p->quit) return NULL;
         run_part(p, wk->index);
-        (void)abar_arrive(&p->done);
+        /* acq_rel: publishes this worker's part to the caller (its acquire
+         * load of 0); seq_cst with caller_parked below (see wait_done). */
+        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_parked))
+            abar__futex_wake_all(&p->pending, false);
     }
+}
+
+/* The caller waits until every worker has finished the launch. */
+static void wait_done(struct abar__pool *p)
+{
+    uint64_t budget = p->spin_ns, t0 = budget ? abar__now_ns() : 0;
+    for (unsigned i = 1; budget; i++) {
+        if (atomic_load_explicit(&p->pending, memory_order_acquire) == 0) return;
+        abar__pause();
+        if (i % 64 == 0 && abar__now_ns() - t0 >= budget) break;
+    }
+    /* seq_cst: either the last worker sees caller_parked, or we see 0. */
+    atomic_store(&p->caller_parked, 1);
+    uint32_t v;
+    while ((v = atomic_load(&p->pending)) != 0) (void)abar__futex_wait(&p->pending, v, false, NULL);
+    atomic_store_explicit(&p->caller_parked, 0, memory_order_relaxed);
+}
+
+/* Starts launch p->L: every worker sees it after this. */
+static void start_launch(struct abar__pool *p)
+{
+    atomic_store_explicit(&p->pending, p->nthreads - 1, memory_order_relaxed);
+    /* seq_cst (a release): the launch and `pending` are seen by a worker that
+     * sees the new gen; and it orders with the load of sleepers. */
+    atomic_fetch_add(&p->gen, 1);
+    if (atomic_load(&p->sleepers)) abar__futex_wake_all(&p->gen, false);
 }
 
 /* ---- the pool's life ------------------------------------------------------------ */
@@ -169,20 +227,19 @@ static void pool_free(struct abar__pool *p)
     free(p->rank_of);
     free(p->slots);
     free(p->teams);
+    free(p->xflags);
     free(p->shm);
-    (void)abar_destroy(&p->start);
-    (void)abar_destroy(&p->done);
     pthread_mutex_destroy(&p->launch.lock);
     free(p);
 }
 
-/* Starts the workers 1..n-1 of p; stops those started on failure. */
-static int pool_stop(struct abar__pool *p, unsigned started)
+/* Stops workers 1..started-1 of p and joins them. */
+static void pool_stop(struct abar__pool *p, unsigned started)
 {
     p->quit = true;
-    (void)abar_arrive(&p->start); /* release: quit is seen after the wait */
+    atomic_fetch_add(&p->gen, 1); /* release: quit is seen with the new gen */
+    abar__futex_wake_all(&p->gen, false);
     for (unsigned w = 1; w < started; w++) pthread_join(p->workers[w].tid, NULL);
-    return 0;
 }
 
 static void *zalloc_aligned(size_t n)
@@ -218,6 +275,7 @@ static int pool_start(struct abar__pool **out)
     p->rank_of = calloc(n, sizeof *p->rank_of);
     p->slots = zalloc_aligned((size_t)n * sizeof *p->slots);
     p->teams = zalloc_aligned((size_t)n * sizeof *p->teams);
+    p->xflags = zalloc_aligned((size_t)n * sizeof *p->xflags);
     cpu_set_t set;
     CPU_ZERO(&set);
     if (sched_getaffinity(0, sizeof set, &set) != 0) CPU_SET(0, &set);
@@ -225,7 +283,7 @@ static int pool_start(struct abar__pool **out)
     p->cpu = calloc((size_t)ncpu, sizeof *p->cpu);
     int *cpus = calloc((size_t)ncpu, sizeof *cpus);
     int *cgrp = calloc((size_t)ncpu, sizeof *cgrp);
-    if (!p->workers || !p->grp || !p->slot_of || !p->rank_of || !p->slots || !p->teams ||
+    if (!p->workers || !p->grp || !p->slot_of || !p->rank_of || !p->slots || !p->teams || !p->xflags ||
         !p->cpu || !cpus || !cgrp || pthread_mutex_init(&p->launch.lock, NULL) != 0) {
         free(cpus);
         free(cgrp);
@@ -240,10 +298,9 @@ static int pool_start(struct abar__pool **out)
     free(cpus);
     free(cgrp);
 
-    if (abar_init(&p->start, 1, NULL) || abar_init(&p->done, n, NULL)) {
-        pool_free(p);
-        return ENOMEM;
-    }
+    /* Spinning while waiting only pays when every pool thread has a CPU. */
+    p->spin_ns = n <= (unsigned)ncpu ? abar__spin_ns() : 0;
+    p->epoch = 1;
     int err = 0;
     unsigned w;
     for (w = 1; w < n; w++) {
@@ -255,7 +312,7 @@ static int pool_start(struct abar__pool **out)
             CPU_SET(p->cpu[w % (unsigned)ncpu], &one);
             pthread_attr_setaffinity_np(&a, sizeof one, &one);
         }
-        p->workers[w] = (struct worker){ .index = w, .pool = p, .first = abar_current(&p->start) };
+        p->workers[w] = (struct worker){ .index = w, .pool = p };
         err = pthread_create(&p->workers[w].tid, &a, worker_main, &p->workers[w]);
         pthread_attr_destroy(&a);
         if (err) break;
@@ -366,6 +423,13 @@ int abar_run(const abar_launch_t *cfg, abar_kernel_fn *kernel, void *arg)
         p->place_C = L->C;
         p->place_K = K;
     }
+    if (p->shape_ts != cfg->team_size || p->shape_cs != cfg->cluster_size) {
+        p->shape_ts = cfg->team_size; /* another layout: initialise every barrier */
+        p->shape_cs = cfg->cluster_size;
+        p->epoch++;
+    }
+    L->epoch = p->epoch;
+    L->residencies = &p->residencies;
     L->K = p->place_K < L->clusters ? p->place_K : L->clusters;
     if ((err = setup_shared(p, L)) != 0) goto out;
     L->slots = p->slots;
@@ -374,26 +438,24 @@ int abar_run(const abar_launch_t *cfg, abar_kernel_fn *kernel, void *arg)
         struct abar__slot *s = &p->slots[k];
         s->L = L;
         s->teams = &p->teams[(size_t)k * cfg->cluster_size];
+        s->x = &p->xflags[(size_t)k * L->C];
         s->cluster = k;
         s->stop = false;
         for (unsigned i = 0; i < cfg->cluster_size; i++)
             s->teams[i].shared = p->shm + ((size_t)k * cfg->cluster_size + i) * L->shared_stride;
-        abar_attr_t wave = { next_wave, s, 0 };
-        (void)abar_destroy(&s->sbar);
-        if (abar_init(&s->sbar, L->C, &wave) || abar__team_init_cluster(s)) {
+        if (abar__team_prepare_cluster(s) != 0) {
             err = EINVAL; /* cannot happen: sizes were checked */
+            p->epoch++;
             goto out;
         }
     }
     p->L = L;
-    /* release (in the arrival): everything above is seen by every worker
-     * after its wait on `start`. */
-    (void)abar_arrive(&p->start);
+    start_launch(p);
     run_part(p, 0);
-    /* The done barrier's acquire makes every worker's work (and the abort
-     * code) visible here; after it no worker touches the launch. */
-    (void)abar_arrive_and_wait(&p->done);
+    /* acquire (in wait_done): every worker's part, and the abort code. */
+    wait_done(p);
     err = atomic_load_explicit(&L->abort_code, memory_order_relaxed);
+    if (err) p->epoch++; /* cancelled barriers: initialise them all next time */
 out:
     pthread_mutex_unlock(&pool_lock);
     return err;

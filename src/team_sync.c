@@ -68,26 +68,123 @@ static void team_stage_done(void *arg)
     t->ctok[p & 1] = ct;
 }
 
-int abar__team_init_cluster(struct abar__slot *s)
+/* Nobody is inside a slot's barriers when it is prepared (the launch has not
+ * started, or every thread of the slot is in sbar), so destroy is never
+ * EBUSY; a barrier never initialised reads as not live (destroy: EINVAL). */
+static int reinit(abar_t *b, unsigned expected, const abar_attr_t *attr)
+{
+    (void)abar_destroy(b);
+    return abar_init(b, expected, attr);
+}
+
+int abar__team_prepare_cluster(struct abar__slot *s)
 {
     const abar_launch_t *cfg = &s->L->cfg;
+    bool full = s->epoch != s->L->epoch;
     int r = 0;
-    /* Nobody is inside these barriers now (the launch has not started, or
-     * every thread of the slot is in sbar), so destroy cannot be EBUSY; a
-     * barrier never initialised reads as not live and destroy is EINVAL. */
-    (void)abar_destroy(&s->cbar);
-    r |= abar_init(&s->cbar, cfg->cluster_size, NULL);
+    if (full) r |= reinit(&s->sbar, s->L->C, &(abar_attr_t){ abar__team_next_wave, s, 0 });
+    /* relaxed: the slot's threads are all quiescent (see above); their
+     * stores to `used` are ordered before this by the start/sbar handshake. */
+    bool cluster_used = full || atomic_load_explicit(&s->used, memory_order_relaxed);
+    if (cluster_used) r |= reinit(&s->cbar, cfg->cluster_size, NULL);
     for (unsigned i = 0; i < cfg->cluster_size; i++) {
         struct abar__team *t = &s->teams[i];
-        abar_attr_t stage = { team_stage_done, t, 0 };
-        (void)abar_destroy(&t->tbar);
-        (void)abar_destroy(&t->tcbar);
-        r |= abar_init(&t->tbar, cfg->team_size, NULL);
-        r |= abar_init(&t->tcbar, cfg->team_size, cfg->cluster_size > 1 ? &stage : NULL);
+        if (full || atomic_load_explicit(&t->used, memory_order_relaxed))
+            r |= reinit(&t->tbar, cfg->team_size, NULL);
+        if (cluster_used) {
+            abar_attr_t stage = { team_stage_done, t, 0 };
+            r |= reinit(&t->tcbar, cfg->team_size, cfg->cluster_size > 1 ? &stage : NULL);
+            atomic_store_explicit(&t->live, cfg->team_size, memory_order_relaxed);
+        }
+        atomic_store_explicit(&t->used, 0, memory_order_relaxed);
         t->slot = s;
-        atomic_store_explicit(&t->live, cfg->team_size, memory_order_relaxed);
+        t->base = i * cfg->team_size;
     }
+    atomic_store_explicit(&s->used, 0, memory_order_relaxed);
+    /* relaxed: a unique key; the handshake that starts the slot's threads orders it */
+    s->residency = atomic_fetch_add_explicit(s->L->residencies, 1, memory_order_relaxed) + 1;
+    s->epoch = s->L->epoch;
     return r ? EINVAL : 0;
+}
+
+/* ---- leaving a group: now, or lazily by the group's first user ------------- */
+
+/* One thread leaves tbar. */
+static void drop_team(struct abar__team *t) { (void)abar_arrive_and_drop(&t->tbar); }
+
+/* One thread of team t leaves tcbar (and, through the completion, the last
+ * one takes the team out of cbar). */
+static void drop_stage(const struct abar__launch *L, struct abar__team *t)
+{
+    if (L->cfg.cluster_size > 1) {
+        /* release: pairs with team_stage_done's read (through tcbar's chain). */
+        atomic_fetch_sub_explicit(&t->live, 1, memory_order_release);
+        (void)abar_arrive_and_drop(&t->tcbar);
+    } else if (L->cfg.team_size > 1) {
+        (void)abar_arrive_and_drop(&t->tcbar);
+    }
+}
+
+/* The first use of the team barrier in this residency (as far as this thread
+ * knows): mark it used, then drop for every peer that left without dropping.
+ * seq_cst store then seq_cst loads, against the leaver's seq_cst store of its
+ * flag then seq_cst load of `used`: at least one of the two sees the other. */
+static void team_first_use(abar_thread_t *self)
+{
+    struct abar__team *t = self->team;
+    atomic_store(&t->used, 1);
+    uint64_t ex = self->slot->residency * 4 + ABAR__X_EXITED;
+    for (unsigned r = t->base; r < t->base + self->L->cfg.team_size; r++) {
+        uint64_t v = ex;
+        if (atomic_load(&self->slot->x[r].t) == ex &&
+            atomic_compare_exchange_strong(&self->slot->x[r].t, &v, ex + 1))
+            drop_team(t);
+    }
+}
+
+static void cluster_first_use(abar_thread_t *self)
+{
+    struct abar__slot *s = self->slot;
+    const struct abar__launch *L = self->L;
+    atomic_store(&s->used, 1);
+    uint64_t ex = s->residency * 4 + ABAR__X_EXITED;
+    for (unsigned r = 0; r < L->C; r++) {
+        uint64_t v = ex;
+        if (atomic_load(&s->x[r].c) == ex && atomic_compare_exchange_strong(&s->x[r].c, &v, ex + 1))
+            drop_stage(L, &s->teams[r / L->cfg.team_size]);
+    }
+}
+
+/* relaxed: a stale 0 only sends the thread through the (idempotent) first-use
+ * scan; a 1 means some thread marked it and did (or is doing) the scan. */
+static inline void team_use(abar_thread_t *self)
+{
+    if (!atomic_load_explicit(&self->team->used, memory_order_relaxed)) team_first_use(self);
+}
+static inline void cluster_use(abar_thread_t *self)
+{
+    if (!atomic_load_explicit(&self->slot->used, memory_order_relaxed)) cluster_first_use(self);
+}
+
+/* The calling thread leaves the team barrier: flag, then drop if the group is
+ * in use (claiming the flag, so a concurrent first user does not drop too). */
+static void leave_team(abar_thread_t *self)
+{
+    if (self->L->cfg.team_size == 1) return; /* no peer can wait for it */
+    uint64_t ex = self->slot->residency * 4 + ABAR__X_EXITED, v = ex;
+    atomic_store(&self->x->t, ex);
+    if (atomic_load(&self->team->used) && atomic_compare_exchange_strong(&self->x->t, &v, ex + 1))
+        drop_team(self->team);
+}
+
+static void leave_cluster(abar_thread_t *self)
+{
+    const struct abar__launch *L = self->L;
+    if (L->cfg.team_size == 1 && L->cfg.cluster_size == 1) return;
+    uint64_t ex = self->slot->residency * 4 + ABAR__X_EXITED, v = ex;
+    atomic_store(&self->x->c, ex);
+    if (atomic_load(&self->slot->used) && atomic_compare_exchange_strong(&self->x->c, &v, ex + 1))
+        drop_stage(L, self->team);
 }
 
 /* The checks every collective call makes: a live self, in its own thread. */
@@ -102,6 +199,7 @@ abar_token_t abar_team_arrive(abar_thread_t *self)
 {
     if (!self_ok(self)) return tok_error(EINVAL);
     if (self->team_pending) return tok_error(EINVAL); /* second arrive in a phase */
+    team_use(self);
     abar_token_t t = abar_arrive(&self->team->tbar);
     if (abar_token_error(t) == 0) {
         self->team_pending = true;
@@ -126,6 +224,7 @@ int abar_team_sync(abar_thread_t *self)
 {
     if (!self_ok(self)) return EINVAL;
     if (self->team_pending) return EALREADY;
+    team_use(self);
     return abar_arrive_and_wait(&self->team->tbar);
 }
 
@@ -135,6 +234,7 @@ abar_token_t abar_cluster_arrive(abar_thread_t *self)
 {
     if (!self_ok(self)) return tok_error(EINVAL);
     if (self->cluster_pending) return tok_error(EINVAL); /* second arrive in a phase */
+    cluster_use(self);
     abar_token_t t = abar_arrive(&self->team->tcbar);
     if (abar_token_error(t) == 0) {
         self->cluster_pending = true;
@@ -172,6 +272,7 @@ int abar_cluster_sync(abar_thread_t *self)
 {
     if (!self_ok(self)) return EINVAL;
     if (self->cluster_pending) return EALREADY;
+    cluster_use(self);
     abar_token_t t = abar_arrive(&self->team->tcbar);
     int e = abar_token_error(t);
     return e ? e : cluster_wait(self, t, (unsigned)(self->cluster_phases++ & 1));
@@ -179,39 +280,25 @@ int abar_cluster_sync(abar_thread_t *self)
 
 /* ---- leaving the kernel ------------------------------------------------------ */
 
-/* A thread that returns from the kernel drops out of its team's barriers so
- * that peers still synchronising never wait for it.  It first leaves the
- * barriers it has no arrival pending on (a peer may need that to reach its
- * own next arrival); an arrival it left pending is counted in its phase
- * already, so it waits for that phase (which needs only the peers) and drops
- * from the next. */
-static void leave_team_stage(abar_thread_t *self)
-{
-    struct abar__team *team = self->team;
-    if (self->L->cfg.cluster_size > 1) {
-        /* release: pairs with team_stage_done's read (through tcbar's chain). */
-        atomic_fetch_sub_explicit(&team->live, 1, memory_order_release);
-        (void)abar_arrive_and_drop(&team->tcbar);
-    } else if (self->L->cfg.team_size > 1) {
-        (void)abar_arrive_and_drop(&team->tcbar);
-    }
-}
-
+/* A thread that returns from the kernel leaves its team's barriers so that
+ * peers still synchronising never wait for it.  It first leaves the groups it
+ * has no arrival pending in (a peer may need that to reach its own next
+ * arrival); an arrival it left pending is counted in its phase already, so it
+ * waits for that phase (which needs only the peers) and leaves after. */
 void abar__team_exit(abar_thread_t *self)
 {
     struct abar__team *team = self->team;
-    bool solo = self->L->cfg.team_size == 1;
-    if (!self->team_pending && !solo) (void)abar_arrive_and_drop(&team->tbar);
-    if (!self->cluster_pending) leave_team_stage(self);
+    if (!self->team_pending) leave_team(self);
+    if (!self->cluster_pending) leave_cluster(self);
     if (self->team_pending) {
         (void)abar_wait(&team->tbar, self->team_tok);
         self->team_pending = false;
-        if (!solo) (void)abar_arrive_and_drop(&team->tbar);
+        leave_team(self);
     }
     if (self->cluster_pending) {
         (void)cluster_wait(self, self->cluster_tok, self->cluster_idx);
         self->cluster_pending = false;
-        leave_team_stage(self);
+        leave_cluster(self);
     }
 }
 

@@ -208,6 +208,64 @@ static void team_leaves(abar_thread_t *self, void *arg)
     }
 }
 
+TEST(early_exit_in_waves) { launch(8, 8, 4, 2, 0, leave_early, NULL, 0); } /* 4 clusters, 1 at a time */
+
+/* Peers that start using the barriers only after a thread has certainly left
+ * the kernel: the first user drops for it (the lazy path). */
+static _Atomic int gone;
+static void leave_then_use(abar_thread_t *self, void *arg)
+{
+    (void)arg;
+    if (abar_team_rank(self) == 0 && abar_thread_rank(self) == 0) { atomic_fetch_add(&gone, 1); return; }
+    while (atomic_load(&gone) == 0) sched_yield();
+    struct timespec ts = { 0, 5 * 1000 * 1000 }; /* it has returned and flagged its exit */
+    nanosleep(&ts, NULL);
+    for (int i = 0; i < 20; i++)
+        if (abar_team_sync(self) || abar_cluster_sync(self)) { failed(1); return; }
+}
+
+TEST(first_user_drops_for_a_thread_gone)
+{
+    for (int k = 0; k < 5; k++) {
+        atomic_store(&gone, 0);
+        launch(4, 2, 2, 2, 0, leave_then_use, NULL, 0);
+    }
+}
+
+/* Launches of one shape alternate between using the barriers (an odd or even
+ * number of phases) and not: barriers kept from a launch that did not use
+ * them, and re-initialised after one that did, both behave. */
+static _Atomic int phases_wanted;
+static void some_phases(abar_thread_t *self, void *arg)
+{
+    (void)arg;
+    _Atomic unsigned *c = abar_team_shared(self);
+    unsigned me = abar_thread_rank(self), n = abar_team_size(self), cs = abar_cluster_size(self);
+    int ph = atomic_load(&phases_wanted);
+    for (int i = 0; i < ph; i++) {
+        atomic_store_explicit(&c[me], (unsigned)i + 1, memory_order_relaxed);
+        abar_token_t t = abar_cluster_arrive(self);
+        if (abar_team_sync(self) || abar_cluster_wait(self, t)) { failed(1); return; }
+        for (unsigned r = 0; r < cs; r++) {
+            _Atomic unsigned *p = abar_cluster_map_shared(self, c, r);
+            for (unsigned j = 0; j < n; j++)
+                if (atomic_load_explicit(&p[j], memory_order_relaxed) != (unsigned)i + 1) { failed(2); return; }
+        }
+        if (abar_cluster_sync(self)) { failed(3); return; }
+    }
+    if (ph == 0 && abar_thread_rank(self) == 0 && abar_cluster_rank(self) == 1) {
+        if (abar_team_sync(self) != 0) failed(4); /* a lone team barrier use, with peers gone */
+    }
+}
+
+TEST(barriers_reused_between_launches)
+{
+    for (int k = 0; k < 40; k++) {
+        atomic_store(&phases_wanted, k % 3 == 0 ? 0 : k % 7);
+        launch(4, 4, 2, 2, 64, some_phases, NULL, 0);
+    }
+}
+
 TEST(whole_team_leaves_cluster) { launch(6, 6, 2, 3, 0, team_leaves, NULL, 0); }
 
 /* ---- abort ------------------------------------------------------------------------------------- */
