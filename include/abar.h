@@ -43,7 +43,7 @@ typedef struct abar {
 #if defined(__GNUC__) || defined(__clang__)
     __attribute__((aligned(64)))
 #endif
-    uint64_t _private[16];
+    uint64_t _private[32];
 } abar_t;
 
 /* A token names one phase of one barrier.  Passed by value; fields private. */

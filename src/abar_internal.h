@@ -19,9 +19,13 @@
  * "0, with refusals being undone".  Arrivals of n > 1 and drops use a CAS and
  * never leave a transient.
  *
- * The full 64-bit phase lives in `phase`; the completer stores phase+1 there
- * just before the release, so at any moment phase ∈ {S, S+1} where S is the
- * phase the state word names (abar__snapshot pins S exactly).
+ * Waiters do not watch the state word (every arrival writes it): they watch
+ * the release words on a line of their own, `futex` and `phase`, which only
+ * the completer writes, once a phase, after its release CAS on `state`.
+ * `phase` counts completed phases and is the last thing a completer writes,
+ * so a waiter that sees it move may return and free the barrier at once.
+ * Between that CAS and that store the state word names phase S while `phase`
+ * still says S-1; at all times phase ∈ {S-1, S} (abar__snapshot pins both).
  */
 #ifndef ABAR_INTERNAL_H
 #define ABAR_INTERNAL_H
@@ -69,23 +73,30 @@ static inline bool st_completing(uint64_t s)
 }
 
 struct abar_impl {
-    /* line 0: written on every phase */
+    /* line 0: every arrival writes it */
     _Atomic uint64_t state;   /* see above */
-    _Atomic uint64_t phase;   /* full phase; S or S+1 (completer publishes it first) */
-    _Atomic uint32_t futex;   /* low 32 bits of `phase`: the word parked waiters sleep on */
-    _Atomic uint32_t inside;  /* threads blocked in a wait: destroy is EBUSY while > 0 */
-    char pad0[64 - 24];
-    /* line 1: written at init (and by the completer when drops change `expected`) */
+    char pad0[56];
+    /* line 1: the release words (the completer writes them once a phase) and
+     * what every call reads (written only at init, and `expected` by a
+     * completer when drops change it) */
+    _Atomic uint64_t phase;   /* completed phases: S-1 or S */
+    _Atomic uint32_t futex;   /* low 32 bits of the released phase (+ cancel's bump):
+                                 waiters spin on it and park on it */
     _Atomic uint32_t magic;
-    uint32_t flags;           /* ABAR_PSHARED | ABAR_WAIT_* */
-    _Atomic uint32_t expected;/* this phase's expected count; only completers write it */
-    uint32_t spare;
     uint64_t ident;           /* identity carried by tokens; new at every init */
     abar_completion_fn *completion;
     void *arg;
+    uint32_t flags;           /* ABAR_PSHARED | ABAR_WAIT_* */
+    _Atomic uint32_t expected;/* this phase's expected count; only completers write it */
+    char pad1[16];
+    /* line 2: waiters register here, away from the arrivals */
+    _Atomic uint32_t inside;  /* threads blocked in a wait: destroy is EBUSY while > 0 */
+    char pad2[60];
 };
 
 _Static_assert(sizeof(struct abar_impl) <= sizeof(abar_t), "abar_t too small");
+_Static_assert(offsetof(struct abar_impl, phase) == 64 && offsetof(struct abar_impl, inside) == 128,
+               "one line for arrivals, one for the release, one for waiters");
 _Static_assert(_Alignof(abar_t) >= 64, "abar_t must be cache-line aligned");
 
 static inline struct abar_impl *impl(abar_t *b) { return (struct abar_impl *)(void *)b; }
@@ -111,22 +122,27 @@ static inline struct abar_impl *abar__live(abar_t *b)
     return bi;
 }
 
-/* Reads the state word and the exact phase S it names. */
+/* Reads the completed-phase count and a state word consistent with it: the
+ * state then names phase S = cur or cur + 1 (a release being published). */
 static inline uint64_t abar__snapshot(struct abar_impl *b, uint64_t *sp)
 {
     for (;;) {
-        /* acquire pairs with the completer's release store of phase: if we see
-         * S+1 here, the completer's pending→0 CAS is visible to the load below,
-         * so phase can never run ahead of the state by more than one. */
-        uint64_t ph = atomic_load_explicit(&b->phase, memory_order_acquire);
-        /* acquire pairs with every release CAS on state (arrivals, release). */
+        /* acquire: pairs with the completer's release store of phase */
+        uint64_t cur = atomic_load_explicit(&b->phase, memory_order_acquire);
+        /* acquire: pairs with every release RMW on state */
         uint64_t s = atomic_load_explicit(&b->state, memory_order_acquire);
-        /* phase is monotonic: equal reads mean it held still around the load of s. */
-        if (atomic_load_explicit(&b->phase, memory_order_relaxed) == ph) {
+        /* phase is monotonic: equal reads mean it held still around the load
+         * of s, when phase ∈ {S-1, S} held. */
+        if (atomic_load_explicit(&b->phase, memory_order_relaxed) == cur) {
             *sp = s;
-            return phase_lo(ph) == st_phase(s) ? ph : ph - 1;
+            return cur;
         }
     }
+}
+/* The phase S the state word s names, given cur from the same snapshot. */
+static inline uint64_t abar__state_phase(uint64_t cur, uint64_t s)
+{
+    return st_phase(s) == phase_lo(cur) ? cur : cur + 1;
 }
 
 /* ---- shared between the source files ------------------------------------- */

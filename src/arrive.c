@@ -5,16 +5,17 @@
 
 _Thread_local const struct abar__frame *abar__completing;
 
-/* The full phase of an arrival whose CAS replaced state s: the largest phase
- * not above the `phase` word, read just after the CAS, with s's low bits.
- * Exact unless 2^21 phases complete between two adjacent instructions; even
- * then the token names a later phase, so a wait on it is late, never early. */
+/* The full phase of an arrival whose RMW saw state s: the largest phase not
+ * above (the `phase` word read just after it) + 1 with s's low bits.  Exact
+ * unless 2^19 phases complete between two adjacent instructions; even then
+ * the token names a later phase, so a wait on it is late, never early. */
 static inline uint64_t arrival_phase(struct abar_impl *b, uint64_t s)
 {
-    /* acquire: pairs with the completer's release store; phase >= S because
-     * the release CAS that opened phase S came after that store. */
-    uint64_t ph = atomic_load_explicit(&b->phase, memory_order_acquire);
-    return ph - phase_lo(ph - st_phase(s));
+    /* acquire: pairs with the completers' release stores; phase >= S-1 here
+     * because the completer that opened phase S saw phase == S-1 before its
+     * release CAS, which our acq_rel RMW read. */
+    uint64_t top = atomic_load_explicit(&b->phase, memory_order_acquire) + 1;
+    return top - phase_lo(top - st_phase(s));
 }
 
 /* Counts n arrivals (one of them a drop if `drop`) in the current phase. */
@@ -57,8 +58,11 @@ static abar_token_t arrive(abar_t *b, uint32_t n, bool drop)
 
 /* The last arrival of phase p: run the completion, reset, advance, release.
  * Until the release no arrival can be counted (pending is 0), so the fields
- * below are ours alone.  After the release this function must not touch the
- * barrier: a released waiter may destroy and free it at once. */
+ * below are ours alone.  The release is two steps: the CAS on `state` opens
+ * phase p+1 to arrivals; the store to `phase` then releases the waiters.
+ * After that store this function must not touch the barrier: a released
+ * waiter may destroy and free it at once (the futex wake uses only the
+ * address). */
 void abar__complete(struct abar_impl *b, uint64_t p, uint64_t s)
 {
     /* A phase whose last arrival was counted completes even if abar_cancel
@@ -69,21 +73,21 @@ void abar__complete(struct abar_impl *b, uint64_t p, uint64_t s)
         b->completion(b->arg);
         abar__completing = frame.outer;
     }
-    bool pshared = b->flags & ABAR_PSHARED;
+    const bool pshared = b->flags & ABAR_PSHARED;
     /* relaxed: `expected` is read and written only by completers, which are
      * ordered one after the other by the release/acquire chain on `state`. */
     uint32_t next = atomic_load_explicit(&b->expected, memory_order_relaxed) - st_drops(s);
     if (st_drops(s)) atomic_store_explicit(&b->expected, next, memory_order_relaxed);
-    /* Publish the new phase before the release (never after: see above). */
-    atomic_store_explicit(&b->futex, (uint32_t)(p + 1), memory_order_relaxed);
-    atomic_store_explicit(&b->phase, p + 1, memory_order_release);
+    /* The previous completer may not have published phase p yet (it opened
+     * this phase to arrivals first): publish in order.  Keeps phase ∈ {S-1, S}. */
+    while (atomic_load_explicit(&b->phase, memory_order_acquire) != p) abar__pause();
     uint64_t cur = atomic_load_explicit(&b->state, memory_order_relaxed);
-    uint64_t fin = next == 0 ? ST_FINISHED : 0;
-    /* PARKED and CANCELLED may change under us, and refused arrivals may
-     * have subtracted and not yet added back: wait for their undo (pending
-     * back at exactly 0), keep CANCELLED, clear PARKED (we wake the parked
-     * below).  release: the completion's writes and every arrival's
-     * (acquired above) reach each waiter that sees the new phase. */
+    const uint64_t fin = next == 0 ? ST_FINISHED : 0;
+    /* Open phase p+1 to arrivals.  PARKED and CANCELLED may change under us,
+     * and refused arrivals may have subtracted and not yet added back: wait
+     * for their undo (pending back at exactly 0), keep CANCELLED, clear
+     * PARKED (we wake the parked below).  release: the next completer
+     * acquires the completion's writes through the arrivals' RMWs. */
     for (;;) {
         if (st_pending(cur) != 0) {
             abar__pause();
@@ -94,6 +98,14 @@ void abar__complete(struct abar_impl *b, uint64_t p, uint64_t s)
             break;
         }
     }
+    /* Release the waiters: the futex word first (spinners poll it, sleepers
+     * compare it), then the phase count, last.  An add, not a store, so a
+     * concurrent abar_cancel's bump of the word survives (else a waiter could
+     * sleep on a value the cancel's wake-up has already passed).  release:
+     * the completion's and every arrival's writes (acquired above) reach each
+     * waiter that sees the new phase with its acquire load. */
+    atomic_fetch_add_explicit(&b->futex, 1, memory_order_release);
+    atomic_store_explicit(&b->phase, p + 1, memory_order_release);
     if (cur & ST_PARKED) abar__futex_wake_all(&b->futex, pshared);
 }
 

@@ -62,7 +62,9 @@ int abar_destroy(abar_t *b)
 {
     struct abar_impl *bi = abar__live(b);
     if (bi == NULL) return EINVAL;
-    if (st_completing(atomic_load(&bi->state))) return EBUSY; /* a completion is running */
+    /* A completion is running, or a completer is still publishing a release. */
+    uint64_t st = atomic_load(&bi->state);
+    if (st_completing(st) || st_phase(st) != phase_lo(atomic_load(&bi->phase))) return EBUSY;
     /* One RMW on `inside` decides against every registering waiter (theirs
      * is an RMW too): either one is counted here (EBUSY) or it sees DEAD. */
     uint32_t none = 0;
@@ -91,8 +93,8 @@ uint64_t abar_phase(const abar_t *b)
 {
     struct abar_impl *bi = abar__live((abar_t *)b);
     if (bi == NULL) return 0;
-    uint64_t s;
-    return abar__snapshot(bi, &s);
+    /* acquire: a caller that sees phase n sees what its completion wrote */
+    return atomic_load_explicit(&bi->phase, memory_order_acquire);
 }
 
 int abar_token_error(abar_token_t t)
@@ -105,7 +107,9 @@ int abar__test_set_phase(abar_t *b, uint64_t phase)
     struct abar_impl *bi = abar__live(b);
     if (bi == NULL) return EINVAL;
     uint64_t s = atomic_load(&bi->state);
-    if (st_phase(s) != 0 || atomic_load(&bi->phase) != 0) return EBUSY;
+    if (st_phase(s) != 0 || atomic_load(&bi->phase) != 0 ||
+        st_pending(s) != (int32_t)atomic_load(&bi->expected))
+        return EBUSY;
     atomic_store(&bi->phase, phase);
     atomic_store(&bi->futex, (uint32_t)phase);
     atomic_store(&bi->state, st_make(phase, st_pending(s), s & ~(ST_PHASE_MASK << ST_PHASE_SHIFT) & ~ST_PENDING_MASK));

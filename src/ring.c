@@ -32,7 +32,12 @@
 #define RING_FLAGS      (ABAR_WAIT_SPIN | ABAR_WAIT_PARK)
 #define RING_SHARDS_MAX 64u
 #define RING_SPIN_NS    50000u      /* default poll budget before parking (ABAR_SPIN_NS) */
+#ifndef RING_CROWDED_NS
+#define RING_CROWDED_NS 0u          /* poll budget when P + C exceed the CPUs */
+#endif
+#ifndef RING_PURE_POLLS
 #define RING_PURE_POLLS 128u        /* polls (about 2 us) before the poll starts yielding */
+#endif
 
 /* pos->_state */
 #define POS_PRODUCER 0x1u
@@ -248,7 +253,7 @@ int abar_ring_init(abar_ring_t *ring, uint32_t stages, uint32_t producers,
     /* Poll only when every thread of the ring can have its own CPU (else the
      * poll steals the CPU the awaited thread needs) and parking is not asked. */
     ri->spin_ns = flags & ABAR_WAIT_SPIN ? UINT32_MAX
-                : (flags & ABAR_WAIT_PARK) || crowded ? 0 : spin_budget();
+                : flags & ABAR_WAIT_PARK ? 0 : crowded ? RING_CROWDED_NS : spin_budget();
     ri->ident = id ? id : 1;
     ri->bars = bars;
     ri->busy = busy;

@@ -35,7 +35,9 @@ struct abar__slot;
 /* One per thread of a slot, on its own cache line: whether the thread has
  * left the kernel without leaving a barrier group nobody had used yet.
  * Value: residency * 4 + EXITED (unclaimed) or + CLAIMED (its drop is done
- * or is being done, by itself or by the group's first user). */
+ * or is being done, by itself or by the group's first user).  A residency
+ * number is unique per resident cluster in the pool's life: the launch's
+ * base + slot for the first wave, a fresh number for each later wave. */
 struct abar__xflag {
     _Atomic uint64_t t;        /* the team barrier */
     _Atomic uint64_t c;        /* the cluster barrier */
@@ -68,7 +70,7 @@ struct abar__slot {
     unsigned cluster;          /* the resident cluster (written by the caller or sbar's completion) */
     bool stop;                 /* set by sbar's completion after an abort: no next wave */
     uint64_t epoch;            /* the pool's epoch its barriers were initialised for */
-    uint64_t residency;        /* unique per resident cluster (keys the exit flags) */
+    uint64_t residency;        /* after the first wave: unique per resident cluster */
     _Atomic int used;          /* the cluster barrier has been used by this residency */
 };
 
@@ -93,6 +95,7 @@ struct abar_thread {
     struct abar__slot *slot;
     struct abar__team *team;
     struct abar__xflag *x;     /* this thread's exit flags */
+    uint64_t key;              /* residency * 4: the exit flags' value base */
     unsigned thread_rank, team_rank, cluster_rank, cluster_index;
     bool team_pending, cluster_pending; /* arrived, not yet waited (seed 004's rule) */
     abar_token_t team_tok, cluster_tok;

@@ -30,6 +30,7 @@ struct abar__pool {
     _Alignas(64) _Atomic uint32_t gen; /* launch generation; futex word of sleeping workers */
     _Atomic uint32_t sleepers;         /* workers that may sleep on gen */
     bool quit;                         /* read after gen moves: leave the loop */
+    uint64_t base;                     /* read after gen moves: the first wave's residency base */
     /* line 1: every worker writes it once a launch */
     _Alignas(64) _Atomic uint32_t pending; /* workers not done with the launch; the caller's futex word */
     _Atomic uint32_t caller_parked;
@@ -100,12 +101,12 @@ static unsigned want_flags(void)
 
 /* ---- one worker's part of a launch --------------------------------------------- */
 
-static void run_cluster(struct abar__slot *s, unsigned r, abar_thread_t *self)
+static void run_cluster(struct abar__slot *s, unsigned r, uint64_t residency, abar_thread_t *self)
 {
     struct abar__launch *L = s->L;
     unsigned ts = L->cfg.team_size;
     *self = (abar_thread_t){
-        .L = L, .slot = s, .team = &s->teams[r / ts], .x = &s->x[r],
+        .L = L, .slot = s, .team = &s->teams[r / ts], .x = &s->x[r], .key = residency * 4,
         .thread_rank = r % ts,
         .cluster_rank = r / ts,
         .cluster_index = s->cluster,
@@ -129,12 +130,14 @@ void abar__team_next_wave(void *arg)
         s->stop = true;
     } else {
         s->cluster += L->K;
+        /* relaxed: only uniqueness matters; sbar's release publishes it. */
+        s->residency = atomic_fetch_add_explicit(L->residencies, 1, memory_order_relaxed) + 1;
         if (abar__team_prepare_cluster(s) != 0) s->stop = true; /* cannot happen */
     }
     pthread_mutex_unlock(&L->lock);
 }
 
-static void run_part(struct abar__pool *p, unsigned w)
+static void run_part(struct abar__pool *p, unsigned w, uint64_t base)
 {
     struct abar__launch *L = p->L;
     int k = p->slot_of[w];
@@ -145,7 +148,7 @@ static void run_part(struct abar__pool *p, unsigned w)
     for (;;) {
         /* acquire (inside): a wave started after an abort does not run. */
         if (atomic_load_explicit(&L->abort_code, memory_order_acquire) == 0)
-            run_cluster(s, r, &self);
+            run_cluster(s, r, s->cluster < L->K ? base + s->cluster : s->residency, &self);
         if (s->cluster + L->K >= L->clusters) return; /* the last wave */
         /* sbar's completion sets s->cluster and s->stop before its release. */
         (void)abar_arrive_and_wait(&s->sbar);
@@ -181,7 +184,7 @@ static void *worker_main(void *arg)
         /* No launch can follow before this worker's decrement below: gen
          * moved exactly once. */
         if (p->quit) return NULL;
-        run_part(p, wk->index);
+        run_part(p, wk->index, p->base);
         /* acq_rel: publishes this worker's part to the caller (its acquire
          * load of 0); seq_cst with caller_parked below (see wait_done). */
         if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_parked))
@@ -381,8 +384,10 @@ static int check_launch(const abar_launch_t *cfg, abar_kernel_fn *kernel, unsign
 static int setup_shared(struct abar__pool *p, struct abar__launch *L)
 {
     size_t b = L->cfg.shared_bytes;
-    L->shared_stride = 0;
-    if (b == 0) return 0;
+    if (b == 0) {
+        if (L->shared_stride) L->shared_stride = 0;
+        return 0;
+    }
     if (b > SIZE_MAX - ABAR_TEAM_SHARED_ALIGN) return ENOMEM;
     size_t stride = (b + ABAR_TEAM_SHARED_ALIGN - 1) / ABAR_TEAM_SHARED_ALIGN * ABAR_TEAM_SHARED_ALIGN;
     size_t nteams = (size_t)L->K * L->cfg.cluster_size;
@@ -395,7 +400,7 @@ static int setup_shared(struct abar__pool *p, struct abar__launch *L)
         p->shm = m;
         p->shm_bytes = need;
     }
-    L->shared_stride = stride;
+    if (L->shared_stride != stride) L->shared_stride = stride;
     return 0;
 }
 
@@ -410,12 +415,15 @@ int abar_run(const abar_launch_t *cfg, abar_kernel_fn *kernel, void *arg)
     struct abar__pool *p = pool;
     if ((err = check_launch(cfg, kernel, p->nthreads)) != 0) goto out;
 
+    /* Fields are written only when they change: every worker reads them, and
+     * a store would take their cache lines away from all of them. */
+#define SET(lv, v) do { if ((lv) != (v)) (lv) = (v); } while (0)
     struct abar__launch *L = &p->launch;
-    L->cfg = *cfg;
-    L->kernel = kernel;
-    L->arg = arg;
-    L->clusters = cfg->teams / cfg->cluster_size;
-    L->C = cfg->team_size * cfg->cluster_size;
+    if (memcmp(&L->cfg, cfg, sizeof *cfg) != 0) L->cfg = *cfg;
+    SET(L->kernel, kernel);
+    SET(L->arg, arg);
+    SET(L->clusters, cfg->teams / cfg->cluster_size);
+    SET(L->C, cfg->team_size * cfg->cluster_size);
     if (p->place_C != L->C) {
         unsigned K = abar__team_place(p->nthreads, L->C,
                                       p->flags & ABAR_POOL_PIN ? p->grp : NULL,
@@ -428,21 +436,22 @@ int abar_run(const abar_launch_t *cfg, abar_kernel_fn *kernel, void *arg)
         p->shape_cs = cfg->cluster_size;
         p->epoch++;
     }
-    L->epoch = p->epoch;
-    L->residencies = &p->residencies;
-    L->K = p->place_K < L->clusters ? p->place_K : L->clusters;
+    SET(L->epoch, p->epoch);
+    SET(L->residencies, &p->residencies);
+    SET(L->K, p->place_K < L->clusters ? p->place_K : L->clusters);
     if ((err = setup_shared(p, L)) != 0) goto out;
-    L->slots = p->slots;
-    atomic_store_explicit(&L->abort_code, 0, memory_order_relaxed);
+    SET(L->slots, p->slots);
+    if (atomic_load_explicit(&L->abort_code, memory_order_relaxed))
+        atomic_store_explicit(&L->abort_code, 0, memory_order_relaxed);
     for (unsigned k = 0; k < L->K; k++) {
         struct abar__slot *s = &p->slots[k];
-        s->L = L;
-        s->teams = &p->teams[(size_t)k * cfg->cluster_size];
-        s->x = &p->xflags[(size_t)k * L->C];
-        s->cluster = k;
-        s->stop = false;
+        SET(s->L, L);
+        SET(s->teams, &p->teams[(size_t)k * cfg->cluster_size]);
+        SET(s->x, &p->xflags[(size_t)k * L->C]);
+        SET(s->cluster, k);
+        SET(s->stop, false);
         for (unsigned i = 0; i < cfg->cluster_size; i++)
-            s->teams[i].shared = p->shm + ((size_t)k * cfg->cluster_size + i) * L->shared_stride;
+            SET(s->teams[i].shared, p->shm + ((size_t)k * cfg->cluster_size + i) * L->shared_stride);
         if (abar__team_prepare_cluster(s) != 0) {
             err = EINVAL; /* cannot happen: sizes were checked */
             p->epoch++;
@@ -450,8 +459,10 @@ int abar_run(const abar_launch_t *cfg, abar_kernel_fn *kernel, void *arg)
         }
     }
     p->L = L;
+    /* relaxed: uniqueness only; published by start_launch's release. */
+    p->base = atomic_fetch_add_explicit(&p->residencies, L->K, memory_order_relaxed) + 1;
     start_launch(p);
-    run_part(p, 0);
+    run_part(p, 0, p->base);
     /* acquire (in wait_done): every worker's part, and the abort code. */
     wait_done(p);
     err = atomic_load_explicit(&L->abort_code, memory_order_relaxed);

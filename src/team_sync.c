@@ -96,13 +96,14 @@ int abar__team_prepare_cluster(struct abar__slot *s)
             r |= reinit(&t->tcbar, cfg->team_size, cfg->cluster_size > 1 ? &stage : NULL);
             atomic_store_explicit(&t->live, cfg->team_size, memory_order_relaxed);
         }
-        atomic_store_explicit(&t->used, 0, memory_order_relaxed);
-        t->slot = s;
-        t->base = i * cfg->team_size;
+        /* Written only when they change: the workers read this line. */
+        if (atomic_load_explicit(&t->used, memory_order_relaxed))
+            atomic_store_explicit(&t->used, 0, memory_order_relaxed);
+        if (t->slot != s) t->slot = s;
+        if (t->base != i * cfg->team_size) t->base = i * cfg->team_size;
     }
-    atomic_store_explicit(&s->used, 0, memory_order_relaxed);
-    /* relaxed: a unique key; the handshake that starts the slot's threads orders it */
-    s->residency = atomic_fetch_add_explicit(s->L->residencies, 1, memory_order_relaxed) + 1;
+    if (atomic_load_explicit(&s->used, memory_order_relaxed))
+        atomic_store_explicit(&s->used, 0, memory_order_relaxed);
     s->epoch = s->L->epoch;
     return r ? EINVAL : 0;
 }
@@ -133,7 +134,7 @@ static void team_first_use(abar_thread_t *self)
 {
     struct abar__team *t = self->team;
     atomic_store(&t->used, 1);
-    uint64_t ex = self->slot->residency * 4 + ABAR__X_EXITED;
+    uint64_t ex = self->key + ABAR__X_EXITED;
     for (unsigned r = t->base; r < t->base + self->L->cfg.team_size; r++) {
         uint64_t v = ex;
         if (atomic_load(&self->slot->x[r].t) == ex &&
@@ -147,7 +148,7 @@ static void cluster_first_use(abar_thread_t *self)
     struct abar__slot *s = self->slot;
     const struct abar__launch *L = self->L;
     atomic_store(&s->used, 1);
-    uint64_t ex = s->residency * 4 + ABAR__X_EXITED;
+    uint64_t ex = self->key + ABAR__X_EXITED;
     for (unsigned r = 0; r < L->C; r++) {
         uint64_t v = ex;
         if (atomic_load(&s->x[r].c) == ex && atomic_compare_exchange_strong(&s->x[r].c, &v, ex + 1))
@@ -171,7 +172,7 @@ static inline void cluster_use(abar_thread_t *self)
 static void leave_team(abar_thread_t *self)
 {
     if (self->L->cfg.team_size == 1) return; /* no peer can wait for it */
-    uint64_t ex = self->slot->residency * 4 + ABAR__X_EXITED, v = ex;
+    uint64_t ex = self->key + ABAR__X_EXITED, v = ex;
     atomic_store(&self->x->t, ex);
     if (atomic_load(&self->team->used) && atomic_compare_exchange_strong(&self->x->t, &v, ex + 1))
         drop_team(self->team);
@@ -181,7 +182,7 @@ static void leave_cluster(abar_thread_t *self)
 {
     const struct abar__launch *L = self->L;
     if (L->cfg.team_size == 1 && L->cfg.cluster_size == 1) return;
-    uint64_t ex = self->slot->residency * 4 + ABAR__X_EXITED, v = ex;
+    uint64_t ex = self->key + ABAR__X_EXITED, v = ex;
     atomic_store(&self->x->c, ex);
     if (atomic_load(&self->slot->used) && atomic_compare_exchange_strong(&self->x->c, &v, ex + 1))
         drop_stage(L, self->team);

@@ -5,26 +5,39 @@
 #include <sched.h>
 
 enum { WAIT_BLOCK, WAIT_TEST };
+enum { OPEN = -1 }; /* judge: the token's phase is the open one (EBUSY, may park) */
 
-/* What a token means against the current state: 0 its phase is complete,
- * EBUSY not yet, or the error a wait must return at once. */
+/* What token t means against a snapshot (cur completed phases, state s):
+ * 0 its phase is complete, EBUSY not yet (its release is being published),
+ * OPEN not yet (its phase is open: a waiter may park), or the error a wait
+ * returns at once. */
 static int judge(const struct abar_impl *b, abar_token_t t, uint64_t cur, uint64_t s)
 {
     if (t.raw < cur) return 0;              /* a completed phase, however old */
-    if (t.raw > cur) return EINVAL;         /* no arrive ever returned this: forged */
+    uint64_t open = abar__state_phase(cur, s);
+    if (t.raw > open) return EINVAL;        /* no arrive ever returned this: forged */
+    if (t.raw < open) return EBUSY;         /* completed; `phase` is being published */
     if (s & ST_FINISHED) return ECANCELED;  /* a phase after the last drop */
     /* Cancelled: report it, unless the phase's last arrival was already
      * counted, in which case its release is imminent and the phase completes. */
     if ((s & ST_CANCELLED) && !st_completing(s)) return ECANCELED;
     if (abar__in_completion_of(b)) return EDEADLK; /* waiting on b from b's completion */
-    return EBUSY;
+    return OPEN;
 }
+
+static inline int look(struct abar_impl *b, abar_token_t t, uint64_t *sp)
+{
+    uint64_t cur = abar__snapshot(b, sp);
+    return judge(b, t, cur, *sp);
+}
+
+static inline bool pending_result(int r) { return r == EBUSY || r == OPEN; }
 
 /* Blocks until phase t.raw completes (registered in `inside` by the caller). */
 static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abstime)
 {
     const bool pshared = b->flags & ABAR_PSHARED;
-    const uint64_t want = phase_lo(t.raw);
+    const uint32_t want = (uint32_t)t.raw;
     uint64_t s;
     int r;
 
@@ -34,18 +47,16 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
     uint64_t budget = b->flags & ABAR_WAIT_PARK ? 0 : abar__spin_ns();
     bool oversubscribed =
         atomic_load_explicit(&b->inside, memory_order_relaxed) > abar__ncpu();
-    uint64_t deadline = abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec
-                                : UINT64_MAX;
+    const uint64_t deadline =
+        abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec : UINT64_MAX;
     uint64_t t0 = 0; /* read lazily: most waits end before the first clock read */
     for (unsigned i = 1; budget || (b->flags & ABAR_WAIT_SPIN); i++) {
-        /* acquire: pairs with the completer's release CAS; after it we see
-         * every arrival's and the completion's writes. */
-        s = atomic_load_explicit(&b->state, memory_order_acquire);
-        /* The phase bits moved: phase t.raw is over (a full check settles the
-         * rare cases: cancel, and a 2^21-phase wrap seen as "unchanged"). */
-        if (st_phase(s) != want || (s & (ST_CANCELLED | ST_FINISHED)) || i % 1024 == 0) {
-            uint64_t cur = abar__snapshot(b, &s);
-            if ((r = judge(b, t, cur, s)) != EBUSY) return r;
+        /* Poll the futex word: only a release (or a cancel) changes it, and
+         * it shares no line with the arrivals.  acquire: pairs with the
+         * completer's release add.  A full look settles what it means, and
+         * now and then catches what the word cannot show (a 2^32 wrap). */
+        if (atomic_load_explicit(&b->futex, memory_order_acquire) != want || i % 1024 == 0) {
+            if (!pending_result(r = look(b, t, &s))) return r;
         }
         if (oversubscribed) sched_yield();
         else abar__pause();
@@ -62,25 +73,47 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
         }
     }
 
-    /* Park: set PARKED while the phase is still ours, then sleep on the futex
-     * word, which the completer (and abar_cancel) change before they wake. */
+    /* Park: set PARKED while our phase is the open one, then sleep on the
+     * futex word, which the completer (and abar_cancel) change before they
+     * wake.  A phase whose release is being published is only a moment
+     * from done: yield instead of parking (its completer may have passed
+     * the point where it would see PARKED). */
     for (;;) {
-        uint64_t cur = abar__snapshot(b, &s);
-        if ((r = judge(b, t, cur, s)) != EBUSY) return r;
+        if (!pending_result(r = look(b, t, &s))) return r;
         if (abstime && abar__now_ns() >= deadline) return ETIMEDOUT;
-        /* acquire/relaxed: PARKED must be in the state word the completer's
-         * release CAS replaces, so it sees it and wakes us (no lost wake-up). */
+        if (r == EBUSY) {
+            sched_yield();
+            continue;
+        }
+        /* acq_rel: PARKED must be in the state word the completer's release
+         * CAS replaces, so it sees it and wakes us (no lost wake-up). */
         if (!(s & ST_PARKED) &&
             !atomic_compare_exchange_weak_explicit(&b->state, &s, s | ST_PARKED,
-                                                   memory_order_acq_rel,
-                                                   memory_order_acquire))
+                                                   memory_order_acq_rel, memory_order_acquire))
             continue;
-        if (abar__futex_wait(&b->futex, (uint32_t)t.raw, pshared, abstime) == ETIMEDOUT) {
-            cur = abar__snapshot(b, &s);
-            r = judge(b, t, cur, s);
-            return r == EBUSY ? ETIMEDOUT : r;
+        if (abar__futex_wait(&b->futex, want, pshared, abstime) == ETIMEDOUT) {
+            r = look(b, t, &s);
+            return pending_result(r) ? ETIMEDOUT : r;
         }
     }
+}
+
+/* Registers as a blocked waiter (destroy is EBUSY while we are inside), waits,
+ * and leaves.  Returns EINVAL if a destroy got there first. */
+static int wait_registered(struct abar_impl *b, abar_token_t t, const struct timespec *abstime)
+{
+    /* seq_cst RMW: totally ordered with destroy's CAS on the same word. */
+    if (atomic_fetch_add(&b->inside, 1) & ABAR__INSIDE_DEAD) {
+        atomic_fetch_sub_explicit(&b->inside, 1, memory_order_relaxed);
+        return EINVAL; /* destroyed before it could see us: never sleep on it */
+    }
+    uint64_t s;
+    int r = look(b, t, &s); /* the phase may have completed before we registered */
+    if (pending_result(r)) r = block(b, t, abstime);
+    /* release: our last access to the barrier; a destroy that then reads 0
+     * runs after it. */
+    atomic_fetch_sub_explicit(&b->inside, 1, memory_order_release);
+    return r;
 }
 
 static int wait_common(abar_t *b, abar_token_t t, const struct timespec *abstime, int mode)
@@ -88,25 +121,12 @@ static int wait_common(abar_t *b, abar_token_t t, const struct timespec *abstime
     struct abar_impl *bi = abar__live(b);
     if (bi == NULL) return EINVAL;
     if (t.id == 0) return abar__token_err(t); /* the error the arrival reported */
-    if (t.id != bi->ident) return EINVAL;   /* another barrier's, or before a re-init */
-    uint64_t s, cur = abar__snapshot(bi, &s);
-    int r = judge(bi, t, cur, s);
-    if (r != EBUSY || mode == WAIT_TEST) return r;
-
-    /* Register as a blocked waiter (destroy is EBUSY while we are inside),
-     * then look again: the phase may have completed in between.
-     * seq_cst: orders the registration with destroy's seq_cst read. */
-    if (atomic_fetch_add(&bi->inside, 1) & ABAR__INSIDE_DEAD) {
-        r = EINVAL; /* destroyed before it could see us: never sleep on it */
-    } else {
-        cur = abar__snapshot(bi, &s);
-        r = judge(bi, t, cur, s);
-        if (r == EBUSY) r = block(bi, t, abstime);
-    }
-    /* release: our last access to the barrier; a destroy that reads 0 here
-     * (acquire) runs after it. */
-    atomic_fetch_sub_explicit(&bi->inside, 1, memory_order_release);
-    return r;
+    if (t.id != bi->ident) return EINVAL;     /* another barrier's, or before a re-init */
+    uint64_t s;
+    int r = look(bi, t, &s);
+    if (!pending_result(r)) return r;
+    if (mode == WAIT_TEST) return EBUSY;
+    return wait_registered(bi, t, abstime);
 }
 
 int abar_wait(abar_t *b, abar_token_t t) { return wait_common(b, t, NULL, WAIT_BLOCK); }
@@ -127,8 +147,8 @@ abar_token_t abar_current(abar_t *b)
     if (bi == NULL) return tok_error(EINVAL);
     uint64_t s;
     uint64_t cur = abar__snapshot(bi, &s);
-    if (s & ST_CANCELLED && !st_completing(s)) return tok_error(ECANCELED);
-    return tok_make(cur, bi->ident);
+    if ((s & ST_CANCELLED) && !st_completing(s)) return tok_error(ECANCELED);
+    return tok_make(abar__state_phase(cur, s), bi->ident);
 }
 
 int abar_arrive_and_wait(abar_t *b)
@@ -137,11 +157,13 @@ int abar_arrive_and_wait(abar_t *b)
     if (bi == NULL) return EINVAL;
     /* Register before arriving: once our arrival is counted the phase can
      * complete and a released thread may try to destroy the barrier; it must
-     * see us inside.  seq_cst: as in wait_common. */
-    abar_token_t t = atomic_fetch_add(&bi->inside, 1) & ABAR__INSIDE_DEAD ? tok_error(EINVAL)
-                                                                          : abar_arrive(b);
-    int r = t.id == 0 ? abar__token_err(t) : 0;
-    if (r == 0) r = block(bi, t, NULL); /* returns at once if we completed the phase */
+     * see us inside.  seq_cst RMW: as in wait_registered. */
+    if (atomic_fetch_add(&bi->inside, 1) & ABAR__INSIDE_DEAD) {
+        atomic_fetch_sub_explicit(&bi->inside, 1, memory_order_relaxed);
+        return EINVAL;
+    }
+    abar_token_t t = abar_arrive(b);
+    int r = t.id == 0 ? abar__token_err(t) : block(bi, t, NULL); /* at once if we completed it */
     atomic_fetch_sub_explicit(&bi->inside, 1, memory_order_release);
     return r;
 }
