@@ -1,0 +1,219 @@
+/* team_bench.c - teams and clusters: launch overhead and barrier latency.
+ *
+ *   launch   an empty abar_run of one team of P threads, against an empty
+ *            `#pragma omp parallel num_threads(P)` region (when built with
+ *            OpenMP: gcc -fopenmp for libgomp, clang -fopenmp=libomp for libomp)
+ *   barrier  one phase of: a flat abar_t over the P threads of a launch
+ *            (abar_arrive_and_wait), abar_team_sync over one team of P,
+ *            abar_cluster_sync over 2 teams of P/2 (hierarchical), and
+ *            `#pragma omp barrier` over P OpenMP threads
+ *
+ * Each figure is measured in `rounds` rounds, interleaved between the
+ * implementations (so a noisy neighbour hits them alike); a round is the mean
+ * over its iterations; the row gives the median, min and max over rounds.
+ * Output: CSV rows (the format of bench/common.h):
+ *   scenario,impl,threads,param,median,min,max,rounds,phases,unit,flags
+ *
+ * Usage: team-bench [threads] [rounds]   (default: the pool's size, 15) */
+#define _GNU_SOURCE
+#include <abar_team.h>
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#ifndef OMP_IMPL_NAME
+#define OMP_IMPL_NAME "omp"
+#endif
+
+enum { MAX_ROUNDS = 64, LAUNCHES = 4000, PHASES = 20000 };
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+struct series { const char *scenario, *impl; unsigned threads; const char *param; double v[MAX_ROUNDS]; int n; long iters; };
+
+static void row(struct series *s)
+{
+    if (s->n == 0) return;
+    double v[MAX_ROUNDS];
+    memcpy(v, s->v, sizeof v);
+    qsort(v, (size_t)s->n, sizeof v[0], cmp_d);
+    printf("%s,%s,%u,%s,%.1f,%.1f,%.1f,%d,%ld,ns,\n", s->scenario, s->impl, s->threads, s->param,
+           v[s->n / 2], v[0], v[s->n - 1], s->n, s->iters);
+    fflush(stdout);
+}
+
+static double median(const struct series *s)
+{
+    double v[MAX_ROUNDS];
+    memcpy(v, s->v, sizeof v);
+    qsort(v, (size_t)s->n, sizeof v[0], cmp_d);
+    return v[s->n / 2];
+}
+
+/* ---- launch ------------------------------------------------------------------ */
+
+static _Atomic unsigned sink;
+static void empty_kernel(abar_thread_t *self, void *arg)
+{
+    (void)arg;
+    /* relaxed: only keeps the kernel from being empty to the compiler */
+    atomic_store_explicit(&sink, abar_thread_rank(self), memory_order_relaxed);
+}
+
+static double abar_launch_round(unsigned P)
+{
+    abar_launch_t cfg = { 1, P, 1, 0 };
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < LAUNCHES; i++)
+        if (abar_run(&cfg, empty_kernel, NULL) != 0) { fprintf(stderr, "abar_run failed\n"); exit(1); }
+    return (double)(now_ns() - t0) / LAUNCHES;
+}
+
+#ifdef _OPENMP
+static double omp_launch_round(unsigned P)
+{
+    uint64_t t0 = now_ns();
+    for (int i = 0; i < LAUNCHES; i++) {
+#pragma omp parallel num_threads(P)
+        atomic_store_explicit(&sink, (unsigned)omp_get_thread_num(), memory_order_relaxed);
+    }
+    return (double)(now_ns() - t0) / LAUNCHES;
+}
+
+static double omp_barrier_round(unsigned P)
+{
+    uint64_t t0 = 0, t1 = 0;
+#pragma omp parallel num_threads(P)
+    {
+#pragma omp barrier
+#pragma omp master
+        t0 = now_ns();
+        for (int i = 0; i < PHASES; i++) {
+#pragma omp barrier
+        }
+#pragma omp master
+        t1 = now_ns();
+    }
+    return (double)(t1 - t0) / PHASES;
+}
+#endif
+
+/* ---- barrier latency inside a launch -------------------------------------------- */
+
+enum { FLAT, TEAM, CLUSTER };
+static abar_t flat;
+static _Atomic uint64_t t_begin, t_end;
+
+static void barrier_kernel(abar_thread_t *self, void *arg)
+{
+    int kind = *(int *)arg;
+    int lead = abar_team_rank(self) == 0 && abar_thread_rank(self) == 0;
+    /* warm up, and line everyone up before the clock starts */
+    for (int i = 0; i < 100; i++) (void)abar_arrive_and_wait(&flat);
+    if (lead) atomic_store_explicit(&t_begin, now_ns(), memory_order_relaxed);
+    int r = 0;
+    switch (kind) {
+    case FLAT:
+        for (int i = 0; i < PHASES; i++) r |= abar_arrive_and_wait(&flat);
+        break;
+    case TEAM:
+        for (int i = 0; i < PHASES; i++) r |= abar_team_sync(self);
+        break;
+    case CLUSTER:
+        for (int i = 0; i < PHASES; i++) r |= abar_cluster_sync(self);
+        break;
+    }
+    if (r) { fprintf(stderr, "barrier failed: %d\n", r); exit(1); }
+    if (lead) atomic_store_explicit(&t_end, now_ns(), memory_order_relaxed);
+}
+
+static double barrier_round(unsigned P, int kind)
+{
+    abar_launch_t cfg = kind == CLUSTER ? (abar_launch_t){ 2, P / 2, 2, 0 } : (abar_launch_t){ 1, P, 1, 0 };
+    if (abar_init(&flat, P, NULL) != 0) exit(1);
+    if (abar_run(&cfg, barrier_kernel, &kind) != 0) { fprintf(stderr, "abar_run failed\n"); exit(1); }
+    (void)abar_destroy(&flat);
+    /* the lead's last phase ends when every thread has passed it */
+    return (double)(atomic_load(&t_end) - atomic_load(&t_begin)) / PHASES;
+}
+
+int main(int argc, char **argv)
+{
+    unsigned P = argc > 1 ? (unsigned)atoi(argv[1]) : 0;
+    int rounds = argc > 2 ? atoi(argv[2]) : 15;
+    if (rounds < 1 || rounds > MAX_ROUNDS) rounds = 15;
+    if (P == 0) P = abar_pool_threads();
+    if (P > abar_pool_threads() && abar_pool_configure(P, 0) != 0) return 1;
+    unsigned Pc = P & ~1u; /* the cluster rows need an even count */
+
+    struct series la = { "launch", "abar_run", P, "empty", { 0 }, 0, LAUNCHES };
+    struct series bf = { "barrier", "abar-flat", P, "in-launch", { 0 }, 0, PHASES };
+    struct series bt = { "barrier", "abar_team_sync", P, "1x", { 0 }, 0, PHASES };
+    struct series bf2 = { "barrier", "abar-flat", Pc, "in-launch", { 0 }, 0, PHASES };
+    struct series bc = { "barrier", "abar_cluster_sync", Pc, "2x", { 0 }, 0, PHASES };
+#ifdef _OPENMP
+    struct series lo = { "launch", OMP_IMPL_NAME, P, "empty", { 0 }, 0, LAUNCHES };
+    struct series bo = { "barrier", OMP_IMPL_NAME, P, "omp-barrier", { 0 }, 0, PHASES };
+    (void)omp_launch_round(P); /* start the OpenMP team */
+#endif
+    (void)abar_launch_round(P); /* start the pool */
+    char bc_param[32];
+    snprintf(bc_param, sizeof bc_param, "2x%u", Pc / 2);
+    bc.param = bc_param;
+    char bt_param[32];
+    snprintf(bt_param, sizeof bt_param, "1x%u", P);
+    bt.param = bt_param;
+
+    printf("scenario,impl,threads,param,median,min,max,rounds,phases,unit,flags\n");
+    for (int r = 0; r < rounds; r++) {
+        la.v[la.n++] = abar_launch_round(P);
+#ifdef _OPENMP
+        lo.v[lo.n++] = omp_launch_round(P);
+        bo.v[bo.n++] = omp_barrier_round(P);
+#endif
+        bf.v[bf.n++] = barrier_round(P, FLAT);
+        bt.v[bt.n++] = barrier_round(P, TEAM);
+        if (Pc >= 2) {
+            bf2.v[bf2.n++] = Pc == P ? bf.v[bf.n - 1] : barrier_round(Pc, FLAT);
+            bc.v[bc.n++] = barrier_round(Pc, CLUSTER);
+        }
+    }
+    row(&la);
+#ifdef _OPENMP
+    row(&lo);
+#endif
+    row(&bf);
+    row(&bt);
+#ifdef _OPENMP
+    row(&bo);
+#endif
+    if (Pc >= 2 && Pc != P) row(&bf2);
+    if (Pc >= 2) row(&bc);
+    /* the targets, as comments */
+#ifdef _OPENMP
+    printf("# launch: abar_run / %s parallel = %.2f (target <= 1 for libgomp)\n", OMP_IMPL_NAME,
+           median(&la) / median(&lo));
+#endif
+    if (Pc >= 2)
+        printf("# barrier: cluster_sync(2 teams) / flat = %.2f (target <= 1.3); team_sync / flat = %.2f\n",
+               median(&bc) / median(&bf2), median(&bt) / median(&bf));
+    return 0;
+}
