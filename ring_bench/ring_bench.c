@@ -25,6 +25,9 @@
  * Latency: a round trip over two channels, halved = the one-way hand-off
  * (commit -> the waiting consumer's return), against a cache-line ping-pong.
  *
+ * Each throughput round runs -n (-N) items, or fewer where a short
+ * calibration run shows that would take longer than -t seconds (0.5).
+ *
  * Output: CSV rows
  *   scenario,impl,threads,param,median,min,max,rounds,phases,unit,flags
  * then a summary against the issue's targets.  Exit status 1 if any consumer
@@ -644,17 +647,19 @@ static void usage(const char *p)
     fprintf(stderr,
             "usage: %s [-r rounds] [-n items64] [-N items4k] [-s stages] [-l iters] [-p 0|1]\n"
             "          [-T] (throughput only) [-L] (latency only)\n"
-            "          [-c consumers] [-b bytes] [-m impl]: run only these\n", p);
+            "          [-c consumers] [-b bytes] [-m impl]: run only these\n"
+            "          [-t seconds]: target length of a throughput round (items capped to fit)\n", p);
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
     int rounds = 5, stages = 16, do_t = 1, do_l = 1, only_c = 0, only_b = 0;
+    double round_s = 0.5;
     const char *only_m = NULL;
     long items64 = 400000, items4k = 100000, liters = 200000;
     int o;
-    while ((o = getopt(argc, argv, "r:n:N:s:l:p:TLc:b:m:")) != -1) {
+    while ((o = getopt(argc, argv, "r:n:N:s:l:p:TLc:b:m:t:")) != -1) {
         switch (o) {
         case 'r': rounds = atoi(optarg); break;
         case 'n': items64 = atol(optarg); break;
@@ -666,6 +671,7 @@ int main(int argc, char **argv)
         case 'c': only_c = atoi(optarg); break;
         case 'b': only_b = atoi(optarg); break;
         case 'm': only_m = optarg; break;
+        case 't': round_s = atof(optarg); break;
         case 'L': do_t = 0; break;
         default: usage(argv[0]);
         }
@@ -691,6 +697,14 @@ int main(int argc, char **argv)
                     struct cfg c = { sizes[bi], cons[ci], (unsigned)stages,
                                      bi == 0 ? items64 : items4k };
                     long e0 = errors;
+                    /* Calibrate: a short run sets the item count so that a
+                     * round lasts about round_s (slow rivals on a crowded
+                     * machine would otherwise take minutes). */
+                    struct cfg c0 = c;
+                    c0.items = c.items < 2000 ? c.items : 2000;
+                    double rate = impls[m].fn(&c0);
+                    long want = (long)(rate * round_s);
+                    if (want < c.items) c.items = want > c0.items ? want : c0.items;
                     for (int r = 0; r < rounds; r++) v[r] = impls[m].fn(&c);
                     struct stat3 s = stats(v, rounds);
                     tput[m][bi][ci] = s.med;

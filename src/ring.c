@@ -33,7 +33,7 @@
 #define RING_SHARDS_MAX 64u
 #define RING_SPIN_NS    50000u      /* default poll budget before parking (ABAR_SPIN_NS) */
 #ifndef RING_CROWDED_NS
-#define RING_CROWDED_NS 0u          /* poll budget when P + C exceed the CPUs */
+#define RING_CROWDED_NS 3000u       /* poll budget when P + C exceed the CPUs */
 #endif
 #ifndef RING_PURE_POLLS
 #define RING_PURE_POLLS 128u        /* polls (about 2 us) before the poll starts yielding */
@@ -223,8 +223,9 @@ int abar_ring_init(abar_ring_t *ring, uint32_t stages, uint32_t producers,
     /* The ring polls itself and its barriers park at once (the core's own
      * adaptive spin counts the waiters of one barrier only, and a ring
      * spreads its waiters over 2*stages barriers).  ABAR_WAIT_SPIN: poll,
-     * never park.  ABAR_WAIT_PARK, or more ring threads than CPUs (a poller
-     * would hold the CPU that the thread it waits for needs): park at once. */
+     * never park.  ABAR_WAIT_PARK: park at once.  More ring threads than
+     * CPUs: poll only briefly (RING_CROWDED_NS), since a long poll holds the
+     * CPU that the awaited thread needs, but a hand-off is often imminent. */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     bool crowded = (long)producers + consumers > (ncpu > 0 ? ncpu : 1);
     abar_attr_t a = { NULL, NULL, flags & ABAR_WAIT_SPIN ? ABAR_WAIT_SPIN : ABAR_WAIT_PARK };
