@@ -371,4 +371,175 @@ TEST(stress_drops_T8_each_policy)
     }
 }
 
+/* ---- refused arrivals racing a completion ------------------------------------
+ * Each completion (every phase) lets two rogue threads, which take no part,
+ * try to arrive while it runs (the count is 0: every such arrival must be
+ * refused with EINVAL and count nothing, through the single-arrival, the
+ * arrive_n and the drop paths), and waits for both before it returns.  The
+ * participants' counter invariant and the exact phase count show that no
+ * refused arrival was counted, now or in a later phase. */
+enum { RT = 3, ROGUES = 2 };
+static abar_t rbar;
+static _Atomic long rcounter, rseq, racks, rrefused;
+static _Atomic int rstop;
+static uint64_t rdeadline;
+static void rcompletion(void *arg)
+{
+    (void)arg;
+    if (atomic_load(&rstop) == 2) return; /* the main thread's checks after the run */
+    long r = (long)abar_phase(&rbar);
+    long c = atomic_load_explicit(&rcounter, memory_order_relaxed);
+    if (c != RT * (r + 1)) {
+        struct abar_impl *bi = (struct abar_impl *)(void *)&rbar;
+        uint64_t st = atomic_load(&bi->state);
+        FAILF("refusal run, completion of phase %ld: counter %ld, want %ld (an arrival of "
+              "another phase was counted in this one; state: phase bits %llu, pending %d, "
+              "drops %u; phase word %llu; rogue attempts so far %ld)", r, c, (long)RT * (r + 1),
+              (unsigned long long)st_phase(st), (int)st_pending(st), st_drops(st),
+              (unsigned long long)atomic_load(&bi->phase), atomic_load(&rrefused));
+    }
+    long seq = atomic_fetch_add(&rseq, 1) + 1;
+    uint64_t t0 = now_ns();
+    while (atomic_load(&racks) < ROGUES * seq) {
+        if (now_ns() - t0 > 5000000000u) FAILF("phase %ld: rogues never tried", r);
+        sched_yield();
+    }
+    if (r + 1 >= 20000 || now_ns() >= rdeadline) atomic_store(&rstop, 1);
+}
+static void *rogue(void *arg)
+{
+    (void)arg;
+    for (long seen = 0;;) {
+        long q;
+        while ((q = atomic_load(&rseq)) == seen) {
+            if (atomic_load(&rstop) == 2) return NULL;
+            sched_yield();
+        }
+        seen = q;
+        abar_token_t a = abar_arrive(&rbar), b = abar_arrive_n(&rbar, 1), c = abar_arrive_n(&rbar, 2);
+        int d = abar_arrive_and_drop(&rbar);
+        if (abar_token_error(a) != EINVAL || abar_token_error(b) != EINVAL ||
+            abar_token_error(c) != EINVAL || d != EINVAL)
+            FAILF("arrivals during the completion of seq %ld: %d %d %d %d, want EINVAL (%d)", q,
+                  abar_token_error(a), abar_token_error(b), abar_token_error(c), d, EINVAL);
+        atomic_fetch_add(&rrefused, 4);
+        atomic_fetch_add(&racks, 1);
+    }
+}
+static void *rparticipant(void *arg)
+{
+    int me = (int)(intptr_t)arg;
+    for (long r = 0;; r++) {
+        atomic_fetch_add_explicit(&rcounter, 1, memory_order_relaxed);
+        int rc = (r + me) % 2 ? abar_arrive_and_wait(&rbar) : abar_wait(&rbar, abar_arrive(&rbar));
+        if (rc) FAILF("refusal run, round %ld: wait -> %d", r, rc);
+        if (abar_phase(&rbar) != (uint64_t)r + 1)
+            FAILF("refusal run, round %ld: phase %llu", r, (unsigned long long)abar_phase(&rbar));
+        if (atomic_load(&rstop)) return (void *)(intptr_t)(r + 1);
+    }
+}
+
+TEST(stress_refused_arrivals_during_completion)
+{
+    const unsigned pol[3] = {0, ABAR_WAIT_SPIN, ABAR_WAIT_PARK};
+    for (int pi = 0; pi < 3; pi++) {
+        atomic_store(&rcounter, 0);
+        atomic_store(&rseq, 0);
+        atomic_store(&racks, 0);
+        atomic_store(&rstop, 0);
+        atomic_store(&rrefused, 0);
+        rdeadline = now_ns() + 400000000u;
+        abar_attr_t at = { rcompletion, NULL, pol[pi] };
+        CHECK_EQ(abar_init(&rbar, RT, &at), 0);
+        pthread_t ro[ROGUES], th[RT];
+        for (int i = 0; i < ROGUES; i++) pthread_create(&ro[i], NULL, rogue, NULL);
+        for (int i = 0; i < RT; i++) pthread_create(&th[i], NULL, rparticipant, (void *)(intptr_t)i);
+        long rounds = 0;
+        for (int i = 0; i < RT; i++) {
+            void *res;
+            pthread_join(th[i], &res);
+            rounds = (long)(intptr_t)res;
+        }
+        atomic_store(&rstop, 2);
+        for (int i = 0; i < ROGUES; i++) pthread_join(ro[i], NULL);
+        CHECK_EQ(abar_phase(&rbar), (uint64_t)rounds);
+        CHECK_EQ(atomic_load(&rseq), rounds);
+        /* the next phase still expects exactly RT (no drop was counted) */
+        abar_token_t t = abar_arrive_n(&rbar, RT - 1);
+        CHECK_EQ(abar_test(&rbar, t), EBUSY);
+        CHECK_EQ(abar_token_error(abar_arrive_n(&rbar, 2)), EINVAL);
+        CHECK_EQ(abar_token_error(abar_arrive(&rbar)), 0);
+        CHECK_EQ(abar_test(&rbar, t), 0);
+        CHECK_EQ(abar_destroy(&rbar), 0);
+        printf("  %s: %ld phases, %ld refused arrivals during completions\n",
+               pi == 0 ? "default" : pi == 1 ? "spin" : "park", rounds, atomic_load(&rrefused));
+        if (rounds < 20) FAILF("only %ld phases ran", rounds);
+    }
+}
+
+/* ---- refused arrivals on a cancelled barrier, racing its waiters ---------------
+ * After abar_cancel, threads hammer arrivals (all refused, ECANCELED) while
+ * others wait again and again on the cancelled phase: every wait returns
+ * ECANCELED (never 0, never a hang), and nothing is ever counted. */
+static abar_t cbar;
+static abar_token_t ctok;
+static _Atomic int cstop;
+static _Atomic long cwaits;
+static void *chammer(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&cstop)) {
+        abar_token_t a = abar_arrive(&cbar);
+        if (abar_token_error(a) != ECANCELED) FAILF("arrive on a cancelled barrier -> %d", abar_token_error(a));
+        if (abar_arrive_and_drop(&cbar) != ECANCELED) FAILF("drop on a cancelled barrier not refused");
+    }
+    return NULL;
+}
+static void *cwaiter(void *arg)
+{
+    int me = (int)(intptr_t)arg;
+    for (unsigned i = 0; !atomic_load(&cstop); i++) {
+        int rc;
+        if ((i + (unsigned)me) % 3 == 0) {
+            struct timespec ts = ts_in(2000000000LL);
+            rc = abar_wait_until(&cbar, ctok, &ts);
+        } else if ((i + (unsigned)me) % 3 == 1) {
+            rc = abar_wait(&cbar, ctok);
+        } else {
+            rc = abar_arrive_and_wait(&cbar);
+        }
+        if (rc != ECANCELED) FAILF("wait %u on the cancelled phase -> %d, want ECANCELED", i, rc);
+        atomic_fetch_add_explicit(&cwaits, 1, memory_order_relaxed);
+    }
+    return NULL;
+}
+
+TEST(stress_cancelled_barrier_refusals_and_waits)
+{
+    const unsigned pol[3] = {0, ABAR_WAIT_SPIN, ABAR_WAIT_PARK};
+    for (int pi = 0; pi < 3; pi++) {
+        abar_attr_t at = { NULL, NULL, pol[pi] };
+        CHECK_EQ(abar_init(&cbar, 3, &at), 0);
+        ctok = abar_arrive(&cbar); /* 2 still pending */
+        atomic_store(&cstop, 0);
+        atomic_store(&cwaits, 0);
+        CHECK_EQ(abar_cancel(&cbar), 0); /* before the threads: their arrivals are all refused */
+        pthread_t h[2], w[3];
+        for (int i = 0; i < 3; i++) pthread_create(&w[i], NULL, cwaiter, (void *)(intptr_t)i);
+        for (int i = 0; i < 2; i++) pthread_create(&h[i], NULL, chammer, NULL);
+        uint64_t t0 = now_ns();
+        while (now_ns() - t0 < 250000000u) sched_yield();
+        atomic_store(&cstop, 1);
+        for (int i = 0; i < 2; i++) pthread_join(h[i], NULL);
+        for (int i = 0; i < 3; i++) pthread_join(w[i], NULL);
+        /* nothing counted, nothing completed */
+        CHECK_EQ(abar_phase(&cbar), 0);
+        struct abar_impl *ci = (struct abar_impl *)(void *)&cbar;
+        CHECK_EQ(st_pending(atomic_load(&ci->state)), 2);
+        CHECK_EQ(abar_wait(&cbar, ctok), ECANCELED);
+        CHECK_EQ(abar_destroy(&cbar), 0);
+        if (atomic_load(&cwaits) < 10) FAILF("only %ld waits ran", atomic_load(&cwaits));
+    }
+}
+
 int main(int argc, char **argv) { return harness_main(argc, argv); }
