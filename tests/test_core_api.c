@@ -1805,6 +1805,69 @@ TEST(completion_nested_wait_outer_edeadlk)
     CHECK_EQ(abar_phase(&nest_b), 1);
 }
 
+/* The default policy spins only briefly: a thread blocked for 200 ms uses
+ * well under 20 ms of CPU (its own thread CPU clock), for wait and for
+ * arrive_and_wait; so does PARK. */
+static abar_t cpu_bar;
+static _Atomic int cpu_in;
+static void *cpu_waiter(void *arg)
+{
+    int kind = (int)(intptr_t)arg;
+    struct timespec a, z;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    atomic_store(&cpu_in, 1);
+    int r = kind ? abar_arrive_and_wait(&cpu_bar) : abar_wait(&cpu_bar, abar_current(&cpu_bar));
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &z);
+    CHECK_EQ(r, 0);
+    int64_t ns = (int64_t)(z.tv_sec - a.tv_sec) * 1000000000 + (z.tv_nsec - a.tv_nsec);
+    return (void *)(intptr_t)ns;
+}
+
+TEST(blocked_wait_burns_little_cpu)
+{
+    const unsigned pol[2] = {0, ABAR_WAIT_PARK};
+    for (int pi = 0; pi < 2; pi++) {
+        for (int kind = 0; kind < 2; kind++) {
+            abar_attr_t at = { NULL, NULL, pol[pi] };
+            CHECK_EQ(abar_init(&cpu_bar, 2, &at), 0);
+            if (kind == 0) CHECK(tok_ok(abar_arrive(&cpu_bar)));
+            atomic_store(&cpu_in, 0);
+            pthread_t th;
+            pthread_create(&th, NULL, cpu_waiter, (void *)(intptr_t)kind);
+            await_inside(&cpu_bar, 1);
+            msleep(200);
+            CHECK(tok_ok(abar_arrive(&cpu_bar)));
+            void *res;
+            pthread_join(th, &res);
+            long ns = (long)(intptr_t)res;
+            if (ns > 20000000) {
+                fprintf(stderr, "policy %s, %s: %ld us of CPU for a 200 ms wait\n",
+                        policy_name(pol[pi]), kind ? "arrive_and_wait" : "wait", ns / 1000);
+                _exit(1);
+            }
+            CHECK_EQ(abar_destroy(&cpu_bar), 0);
+        }
+    }
+}
+
+/* ABAR_SPIN_NS overrides the spin budget: with 5 s, a default-policy waiter
+ * is still spinning (not parked) 200 ms later; released normally. */
+TEST(spin_budget_env_override)
+{
+    CHECK_EQ(setenv("ABAR_SPIN_NS", "5000000000", 1), 0); /* read once, in this forked case */
+    abar_t b;
+    CHECK_EQ(abar_init(&b, 2, NULL), 0);
+    struct caller c;
+    caller_start(&c, &b, C_ARRIVE_AND_WAIT, (abar_token_t){0, 0});
+    await_inside(&b, 1);
+    msleep(200);
+    CHECK(!(atomic_load(&I(&b)->state) & ST_PARKED));
+    CHECK(!atomic_load(&c.done));
+    CHECK(tok_ok(abar_arrive(&b)));
+    CHECK_EQ(caller_join(&c), 0);
+    CHECK_EQ(abar_destroy(&b), 0);
+}
+
 /* ---- NULL and never-initialised barriers -------------------------------------- */
 
 TEST(null_pointers_einval)
