@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { MAX_T = 4, ITERS = 300, ROUNDS = 3 };
+enum { MAX_T = 4, ITERS = 200, ROUNDS = 3 };
 enum { LATE_US = 200, COMPUTE_US = 100 }; /* the late thread's extra work; compute() */
 
 static unsigned T;                 /* threads: the "block" */
