@@ -451,7 +451,8 @@ int abar_run(const abar_launch_t *cfg, abar_kernel_fn *kernel, void *arg)
         SET(s->cluster, k);
         SET(s->stop, false);
         for (unsigned i = 0; i < cfg->cluster_size; i++)
-            SET(s->teams[i].shared, p->shm + ((size_t)k * cfg->cluster_size + i) * L->shared_stride);
+            SET(s->teams[i].shared, L->shared_stride == 0 ? NULL /* no pointer arithmetic on NULL */
+                                    : p->shm + ((size_t)k * cfg->cluster_size + i) * L->shared_stride);
         if (abar__team_prepare_cluster(s) != 0) {
             err = EINVAL; /* cannot happen: sizes were checked */
             p->epoch++;

@@ -348,6 +348,41 @@ TEST(inspectors_outside_a_kernel)
     CHECK_EQ(abar_aborted(NULL), 0);
 }
 
+/* ---- nothing leaks: launches, aborts, pools come and go -------------------------------- */
+
+#include <malloc.h>
+int __lsan_do_recoverable_leak_check(void) __attribute__((weak));
+
+static void abort_kernel(abar_thread_t *self, void *arg)
+{
+    (void)arg;
+    if (abar_team_rank(self) == 1) (void)abar_abort(self, 5);
+    else (void)abar_cluster_sync(self);
+}
+
+static void pool_cycle(void)
+{
+    CHECK_EQ(abar_pool_configure(4, 0), 0);
+    abar_launch_t cfg = { 8, 2, 2, SHM };
+    CHECK_EQ(abar_run(&cfg, shm_kernel, NULL), 0);
+    CHECK_EQ(abar_run(&cfg, abort_kernel, NULL), 5);
+    CHECK_EQ(abar_run(&cfg, count_kernel, NULL), 0);
+    CHECK_EQ(abar_pool_shutdown(), 0);
+}
+
+TEST(nothing_leaks)
+{
+    /* warm up: libc keeps some memory per thread it has seen (stacks, TLS,
+     * arenas); it stops growing within a few cycles */
+    for (int i = 0; i < 15; i++) pool_cycle();
+    struct mallinfo2 a = mallinfo2();
+    for (int i = 0; i < 15; i++) pool_cycle();
+    struct mallinfo2 b = mallinfo2();
+    CHECK_EQ(b.uordblks, a.uordblks); /* every byte the pools took was given back */
+    if (__lsan_do_recoverable_leak_check) CHECK_EQ(__lsan_do_recoverable_leak_check(), 0);
+    CHECK_EQ(atomic_load(&shm_fail), 0);
+}
+
 /* The ENOMEM cases ask for impossible sizes: under ASan, return NULL as libc does. */
 const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
