@@ -201,6 +201,9 @@ int main(void)
     printf("  the split saved %.1f ms (%.0f us/iteration); a thread spent %.1f ms in compute()\n"
            "  (best of %d runs; the timing is not checked, the machine may be busy)\n",
            j_ms - s_ms, (j_ms - s_ms) * 1e3 / ITERS, work_ms, ROUNDS);
+    if (j_ms - s_ms < work_ms / 4)
+        printf("  (the split should save about the compute() time; it saved little here: other\n"
+               "  processes probably held the CPUs: the threads were not running when they could)\n");
 
     unsigned e = atomic_load(&errors);
     if (e || sink == 0) {
