@@ -35,6 +35,8 @@ extern "C" {
                                            wait (needs MPI_THREAD_MULTIPLE) */
 #define ABAR_MPI_IBARRIER        0x200u /* arrivals through MPI_Ibarrier instead of the
                                            built-in dissemination (no completion only) */
+#define ABAR_MPI_P2P             0x400u /* messages even when every rank shares a node
+                                           (default there: a shared-memory counter) */
 
 /* The barrier: caller-owned, contents private. */
 typedef struct abar_mpi {

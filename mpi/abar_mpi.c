@@ -15,7 +15,15 @@
  *             one-word messages (tag = round);
  *   IBARRIER  no completion, ABAR_MPI_IBARRIER: one MPI_Ibarrier;
  *   TREE      completion: binomial fan-in to the root, the completion on the
- *             root, binomial fan-out of [phase | result] that releases.
+ *             root, binomial fan-out of [phase | result] that releases;
+ *   SHM       every rank on one node (with or without completion): a
+ *             process-shared core barrier (expected = ranks) in an MPI
+ *             shared-memory window (MPI_Win_allocate_shared), plus one
+ *             (expected 1) through which the root releases after the
+ *             completion.  No MPI call finishes a phase, so it completes while
+ *             the ranks compute, and a waiting driver sleeps in the core's
+ *             spin-then-futex wait.  Chosen at init unless ABAR_MPI_P2P or
+ *             ABAR_MPI_IBARRIER.
  * Every message carries nonce + phase (8 bytes; the nonce is drawn at init
  * and agreed by all ranks): a message left over from a cancelled phase of an
  * earlier barrier, which MPI may deliver to a new communicator that reuses
@@ -42,13 +50,24 @@
 #include <unistd.h>
 
 #define MPI_MAGIC_LIVE 0x61626d70u /* "abmp" */
-#define KNOWN_FLAGS (ABAR_MPI_PROGRESS_THREAD | ABAR_MPI_IBARRIER | ABAR_WAIT_SPIN | ABAR_WAIT_PARK)
+#define KNOWN_FLAGS (ABAR_MPI_PROGRESS_THREAD | ABAR_MPI_IBARRIER | ABAR_MPI_P2P | ABAR_WAIT_SPIN | ABAR_WAIT_PARK)
 #define TAG_UP   100               /* tree: arrival of a subtree, child -> parent */
 #define TAG_DOWN 101               /* tree: [phase | result], parent -> child */
 #define POLL_NS  100000u           /* a blocked waiter retries the driver role this often */
+#define SHM_POLL_NS 1000000u       /* a driver asleep in the shared wait looks for a cancel */
 #define WORD_CANCELLED (UINT64_C(1) << 62) /* tree: the root cancelled this phase */
 
-enum engine { ENG_DISSEM, ENG_IBARRIER, ENG_TREE };
+enum engine { ENG_DISSEM, ENG_IBARRIER, ENG_TREE, ENG_SHM };
+
+/* ENG_SHM: every rank on one node; a segment of MPI_Win_allocate_shared
+ * holding two process-shared core barriers. */
+struct shm_seg {
+    abar_t gather;             /* expected = ranks: every rank arrives once a phase */
+    abar_t rel;                /* completion mode, expected 1: the root releases */
+    _Atomic uint64_t cancel_mark; /* completion mode: phase+1 the root relayed cancelled */
+    char pad[56];
+    unsigned char result[];    /* completion mode: the root's result */
+};
 enum stage { ST_IDLE, ST_ARRIVING, ST_RELEASING };
 
 struct mpi_impl {
@@ -70,6 +89,7 @@ struct mpi_impl {
     MPI_Comm comm;
     int rank, size, root, engine;
     bool oversub;              /* more runnable threads than CPUs: yield while polling */
+    unsigned wait_flags;       /* ABAR_WAIT_SPIN / ABAR_WAIT_PARK from attr */
     /* DISSEM */
     int rounds, rnd;
     MPI_Request *sreq, *rreq;
@@ -89,6 +109,10 @@ struct mpi_impl {
     size_t result_size;
     /* IBARRIER */
     MPI_Request ibar;
+    /* SHM */
+    MPI_Win win;
+    struct shm_seg *seg;
+    abar_token_t gtok, rtok;   /* this rank's tokens of the phase in flight */
     /* progress thread */
     bool has_thread, stop;
     unsigned progress_us;
@@ -161,6 +185,15 @@ static int start_phase(struct mpi_impl *m)
     switch (m->engine) {
     case ENG_IBARRIER:
         return MPI_Ibarrier(m->comm, &m->ibar) == MPI_SUCCESS ? 0 : -1;
+    case ENG_SHM:
+        /* rel cannot complete phase k before gather does, which needs us:
+         * its current token, taken first, names phase k */
+        if (m->completion && m->rank != m->root) {
+            m->rtok = abar_current(&m->seg->rel);
+            if (abar_token_error(m->rtok)) return -1;
+        }
+        m->gtok = abar_arrive(&m->seg->gather);
+        return abar_token_error(m->gtok) ? -1 : 0;
     case ENG_DISSEM:
         m->rnd = 0;
         for (int i = 0; i < m->rounds; i++)
@@ -272,6 +305,55 @@ static int poll_tree(struct mpi_impl *m)
     return 1;
 }
 
+static int poll_shm(struct mpi_impl *m)
+{
+    struct shm_seg *g = m->seg;
+    if (m->completion == NULL || m->rank == m->root) {
+        int r = abar_test(&g->gather, m->gtok);
+        if (r) return r == EBUSY ? 0 : -1;
+        if (m->completion == NULL) return 1;
+        /* root: every rank has arrived, none is released */
+        if (m->draining || atomic_load(&m->cancelled)) {
+            atomic_store_explicit(&g->cancel_mark, m->phase + 1, memory_order_relaxed);
+        } else {
+            const struct mpi_impl *outer = completing;
+            completing = m;
+            m->completion(m->arg);
+            completing = outer;
+            if (m->result_size) memcpy(g->result, m->result, m->result_size);
+        }
+        /* rel's release carries the result and the mark to every rank */
+        return abar_token_error(abar_arrive(&g->rel)) ? -1 : 1;
+    }
+    int r = abar_test(&g->rel, m->rtok);
+    if (r) return r == EBUSY ? 0 : -1;
+    if (atomic_load_explicit(&g->cancel_mark, memory_order_relaxed) == m->phase + 1) {
+        atomic_store(&m->cancelled, 1);
+        abar_cancel(&m->local);
+        abar_cancel(&m->release);
+    } else if (m->result_size && !m->draining) {
+        /* the root's next completion cannot start before our next arrival */
+        memcpy(m->result, g->result, m->result_size);
+    }
+    return 1;
+}
+
+/* SHM: blocks (core spin-then-futex wait, no lock held) until the phase in
+ * flight can be finished by a poll, or the deadline passes. */
+static void shm_block(struct mpi_impl *m, uint64_t deadline)
+{
+    pthread_mutex_lock(&m->lock);
+    bool waiting = m->stage != ST_IDLE;
+    bool on_rel = m->completion && m->rank != m->root;
+    abar_token_t t = on_rel ? m->rtok : m->gtok;
+    pthread_mutex_unlock(&m->lock);
+    if (!waiting) return;
+    abar_t *bar = on_rel ? &m->seg->rel : &m->seg->gather;
+    struct timespec ts = { .tv_sec = (time_t)(deadline / 1000000000u),
+                           .tv_nsec = (long)(deadline % 1000000000u) };
+    (void)abar_wait_until(bar, t, &ts);
+}
+
 /* One poll of the phase in flight; releases the rank when it is done.
  * Called with m->lock held. */
 static void progress_locked(struct mpi_impl *m)
@@ -283,6 +365,7 @@ static void progress_locked(struct mpi_impl *m)
         r = MPI_Test(&m->ibar, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS ? -1 : flag;
         break;
     case ENG_DISSEM: r = poll_dissem(m); break;
+    case ENG_SHM:    r = poll_shm(m); break;
     default:         r = poll_tree(m); break;
     }
     if (r < 0) {
@@ -411,6 +494,22 @@ static int drive(struct mpi_impl *m, abar_token_t t, const struct timespec *abst
                     return r;
                 }
                 if (idle) break; /* our rank's own threads have not all arrived yet */
+                if (m->engine == ENG_SHM && !m->oversub) {
+                    /* sleep in the shared wait, waking every SHM_POLL_NS to
+                     * see a local cancel (which cannot touch the shared
+                     * barrier: the other ranks still use it).  Not when the
+                     * node is oversubscribed: a process woken from the futex
+                     * can wait milliseconds for a CPU there, while one that
+                     * polls and yields (as MPI does) keeps its place. */
+                    uint64_t now = now_ns();
+                    shm_block(m, deadline - now < SHM_POLL_NS ? deadline : now + SHM_POLL_NS);
+                    if (now_ns() >= deadline) {
+                        atomic_store_explicit(&m->driving, 0, memory_order_release);
+                        r = abar_test(&m->release, t);
+                        return r == EBUSY ? ETIMEDOUT : r;
+                    }
+                    continue;
+                }
                 if (i % 64 == 0 && now_ns() >= deadline) {
                     atomic_store_explicit(&m->driving, 0, memory_order_release);
                     return ETIMEDOUT;
@@ -440,6 +539,10 @@ static int wait_common(abar_mpi_t *b, abar_token_t t, const struct timespec *abs
         if (test) {
             progress_try(m);
             r = abar_test(&m->release, t);
+            /* More runnable threads than CPUs: a caller polling test in a
+             * loop would hold the CPU a late rank needs (MPI's own polls
+             * yield there too). */
+            if (r == EBUSY && m->oversub) sched_yield();
         } else {
             r = drive(m, t, abstime);
         }
@@ -566,6 +669,7 @@ static bool teardown(struct mpi_impl *m, bool mpi_alive)
             int flag;
             MPI_Test(&m->ibar, &flag, MPI_STATUS_IGNORE); /* if not done: left to MPI */
         }
+        if (m->win != MPI_WIN_NULL) MPI_Win_free(&m->win); /* collective */
         if (m->comm != MPI_COMM_NULL) MPI_Comm_free(&m->comm);
     }
     free(m->sreq);
@@ -621,6 +725,62 @@ static int setup_engine(struct mpi_impl *m)
     }
     m->parent = v ? (v - (v & -v) + m->root) % P : -1;
     return 0;
+}
+
+/* Collective: switches to ENG_SHM if every rank of the communicator shares
+ * this node and the shared window can be made everywhere. */
+static void try_shm(struct mpi_impl *m)
+{
+    MPI_Comm node;
+    int nsize = 0, ok, all = 0;
+    if (MPI_Comm_split_type(m->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+        return; /* collective: fails alike everywhere */
+    MPI_Comm_size(node, &nsize);
+    /* + 64: the segment is placed at the first 64-byte boundary of rank 0's
+     * memory (the mapping is page-aligned in every process, so the offset is
+     * the same everywhere) */
+    MPI_Aint bytes = (MPI_Aint)(sizeof(struct shm_seg) + m->result_size + 64);
+    if ((size_t)m->size > ABAR_EXPECTED_MAX) {
+        MPI_Comm_free(&node);
+        return;
+    }
+    void *base = NULL;
+    ok = nsize == m->size &&
+         MPI_Win_allocate_shared(m->rank == 0 ? bytes : 0, 1, MPI_INFO_NULL, node, &base, &m->win) == MPI_SUCCESS;
+    /* nsize == size is the same answer on every rank; the allocation may not be */
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, m->comm);
+    if (all) {
+        MPI_Aint sz;
+        int du;
+        all = MPI_Win_shared_query(m->win, 0, &sz, &du, &base) == MPI_SUCCESS && sz >= bytes;
+        int a2 = all;
+        MPI_Allreduce(&a2, &all, 1, MPI_INT, MPI_MIN, m->comm);
+    }
+    if (!all) {
+        if (m->win != MPI_WIN_NULL) MPI_Win_free(&m->win);
+        m->win = MPI_WIN_NULL;
+    } else {
+        m->seg = (struct shm_seg *)(((uintptr_t)base + 63) & ~(uintptr_t)63);
+        int good = 1;
+        if (m->rank == 0) {
+            /* the wait flags of attr apply to the shared waits too */
+            abar_attr_t sa = { .flags = ABAR_PSHARED | m->wait_flags };
+            good = abar_init(&m->seg->gather, (uint32_t)m->size, &sa) == 0 &&
+                   abar_init(&m->seg->rel, 1, &sa) == 0;
+            atomic_init(&m->seg->cancel_mark, 0);
+        }
+        MPI_Bcast(&good, 1, MPI_INT, 0, m->comm);
+        if (!good) {
+            MPI_Win_free(&m->win);
+            m->win = MPI_WIN_NULL;
+            m->seg = NULL;
+            MPI_Comm_free(&node);
+            return;
+        }
+        MPI_Barrier(m->comm); /* the segment is initialised before anyone arrives */
+        m->engine = ENG_SHM;
+    }
+    MPI_Comm_free(&node);
 }
 
 /* More runnable threads here than CPUs to run them: pollers should yield. */
@@ -691,6 +851,8 @@ int abar_mpi_init(abar_mpi_t *b, MPI_Comm comm, const abar_mpi_attr_t *attr)
         m->result = a.result;
         m->result_size = a.result_size;
         m->up = m->down = m->ibar = MPI_REQUEST_NULL;
+        m->win = MPI_WIN_NULL;
+        m->wait_flags = a.flags & (ABAR_WAIT_SPIN | ABAR_WAIT_PARK);
         m->progress_us = a.progress_us;
         abar_attr_t la = { .completion = post, .arg = m, .flags = a.flags & (ABAR_WAIT_SPIN | ABAR_WAIT_PARK) };
         abar_attr_t ra = { .flags = la.flags };
@@ -721,7 +883,8 @@ int abar_mpi_init(abar_mpi_t *b, MPI_Comm comm, const abar_mpi_attr_t *attr)
     }
     int64_t v[10] = { e, a.root, -(int64_t)a.root, (int64_t)a.result_size, -(int64_t)a.result_size,
                      a.completion != NULL, -(int64_t)(a.completion != NULL),
-                     (a.flags & ABAR_MPI_IBARRIER) != 0, -(int64_t)((a.flags & ABAR_MPI_IBARRIER) != 0),
+                     (int64_t)(a.flags & (ABAR_MPI_IBARRIER | ABAR_MPI_P2P)),
+                     -(int64_t)(a.flags & (ABAR_MPI_IBARRIER | ABAR_MPI_P2P)),
                      (int64_t)nonce };
     int64_t agreed[10];
     if (MPI_Allreduce(v, agreed, 10, MPI_INT64_T, MPI_MAX, dup) != MPI_SUCCESS) agreed[0] = EIO;
@@ -731,6 +894,7 @@ int abar_mpi_init(abar_mpi_t *b, MPI_Comm comm, const abar_mpi_attr_t *attr)
     if (!r) {
         m->nonce = (uint64_t)agreed[9];
         m->oversub = oversubscribed(dup, threads);
+        if (!(a.flags & (ABAR_MPI_P2P | ABAR_MPI_IBARRIER))) try_shm(m);
     }
     if (r) {
         if (m) {

@@ -49,22 +49,25 @@ static double median(double *v, int n)
 
 /* ---- the methods: each runs `n` phases with `w` us of work between arrive and wait */
 
-enum { M_BARRIER, M_IBARRIER, M_ABAR, M_ABAR_IBAR, M_ABAR_COMPL, M_ABAR_PROG, M_HIER, M_COUNT };
-static const char *mname[M_COUNT] = { "MPI_Barrier", "MPI_Ibarrier+MPI_Wait", "abar_mpi",
-                                      "abar_mpi(IBARRIER)", "abar_mpi(completion)",
-                                      "abar_mpi(progress)", "abar_mpi(hier,2thr)" };
+enum { M_BARRIER, M_IBARRIER, M_ABAR, M_ABAR_P2P, M_ABAR_IBAR, M_ABAR_COMPL, M_ABAR_COMPL_P2P,
+       M_ABAR_PROG, M_HIER, M_HIER_P2P, M_COUNT };
+static const char *mname[M_COUNT] = { "MPI_Barrier", "MPI_Ibarrier+MPI_Wait", "abar_mpi(shm)",
+                                      "abar_mpi(p2p)", "abar_mpi(IBARRIER)", "abar_mpi(shm,compl)",
+                                      "abar_mpi(p2p,compl)", "abar_mpi(p2p,progress)",
+                                      "abar_mpi(shm,hier2)", "abar_mpi(p2p,hier2)" };
+static const int nthreads[M_COUNT] = { 1, 1, 1, 1, 1, 1, 1, 1, 2, 2 };
 static abar_mpi_t bars[M_COUNT];
 static uint64_t result;
 static void on_complete(void *arg) { (*(uint64_t *)arg)++; }
 
-struct hier_arg { int n; double w; };
+struct hier_arg { int n, m; double w; };
 static void *hier_thread(void *p)
 {
     struct hier_arg *h = p;
     for (int i = 0; i < h->n; i++) {
-        abar_token_t t = abar_mpi_arrive(&bars[M_HIER]);
+        abar_token_t t = abar_mpi_arrive(&bars[h->m]);
         if (h->w > 0) spin_us(h->w);
-        int r = abar_mpi_wait(&bars[M_HIER], t);
+        int r = abar_mpi_wait(&bars[h->m], t);
         if (r != 0) {
             fprintf(stderr, "rank %d: hierarchical wait: %s (arrive: %d)\n", rank, strerror(r), abar_token_error(t));
             MPI_Abort(MPI_COMM_WORLD, 5);
@@ -93,9 +96,10 @@ static double measure(int m, int n, double w)
             MPI_Wait(&q, MPI_STATUS_IGNORE);
         }
         break;
-    case M_HIER: {
+    case M_HIER:
+    case M_HIER_P2P: {
         pthread_t th;
-        struct hier_arg h = { n, w };
+        struct hier_arg h = { n, m, w };
         pthread_create(&th, NULL, hier_thread, &h);
         hier_thread(&h);
         pthread_join(th, NULL);
@@ -129,13 +133,18 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     abar_mpi_attr_t a[M_COUNT] = { 0 };
+    a[M_ABAR_P2P].flags = ABAR_MPI_P2P;
     a[M_ABAR_IBAR].flags = ABAR_MPI_IBARRIER;
-    a[M_ABAR_COMPL].completion = on_complete;
-    a[M_ABAR_COMPL].arg = &result;
-    a[M_ABAR_COMPL].result = &result;
-    a[M_ABAR_COMPL].result_size = sizeof result;
-    a[M_ABAR_PROG].flags = ABAR_MPI_PROGRESS_THREAD;
-    a[M_HIER].threads = 2;
+    for (int m = M_ABAR_COMPL; m <= M_ABAR_COMPL_P2P; m++) {
+        a[m].completion = on_complete;
+        a[m].arg = &result;
+        a[m].result = &result;
+        a[m].result_size = sizeof result;
+    }
+    a[M_ABAR_COMPL_P2P].flags = ABAR_MPI_P2P;
+    a[M_ABAR_PROG].flags = ABAR_MPI_PROGRESS_THREAD | ABAR_MPI_P2P;
+    a[M_HIER].threads = a[M_HIER_P2P].threads = 2;
+    a[M_HIER_P2P].flags = ABAR_MPI_P2P;
     for (int m = M_ABAR; m < M_COUNT; m++)
         if (abar_mpi_init(&bars[m], MPI_COMM_WORLD, &a[m]) != 0) MPI_Abort(MPI_COMM_WORLD, 3);
 
@@ -151,29 +160,30 @@ int main(int argc, char **argv)
         printf("# latency per phase, %d ranks, %d phases x %d runs, median\n", size, iters, reps);
         printf("# lat name ranks threads us ratio_to_MPI_Barrier\n");
         for (int m = 0; m < M_COUNT; m++)
-            printf("lat %-24s %d %d %8.3f %6.2f\n", mname[m], size, m == M_HIER ? 2 : 1, lat[m],
+            printf("lat %-24s %d %d %8.3f %6.2f\n", mname[m], size, nthreads[m], lat[m],
                    lat[m] / lat[M_BARRIER]);
     }
 
-    /* overlap: W as multiples of abar_mpi's own latency */
+    /* overlap: W as multiples of each method's own latency */
     const double mult[] = { 0.5, 1, 2, 4, 8 };
-    const int ovm[] = { M_IBARRIER, M_ABAR, M_ABAR_PROG, M_HIER };
+    const int ovm[] = { M_IBARRIER, M_ABAR, M_ABAR_P2P, M_ABAR_PROG, M_HIER, M_HIER_P2P };
     int on = iters / 4 + 1;
     if (rank == 0) printf("# overlap: arrive, W us of work, wait; %d iterations x %d runs, median\n"
                           "# ovl name ranks W_us us_per_iter exposed_us hidden_pct\n", on, reps);
-    for (unsigned k = 0; k < sizeof mult / sizeof *mult; k++) {
-        double W = mult[k] * lat[M_ABAR];
-        W = (double)(int)(W * 10 + 0.5) / 10; /* same on every rank */
-        MPI_Bcast(&W, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-        for (unsigned j = 0; j < sizeof ovm / sizeof *ovm; j++) {
+    for (unsigned j = 0; j < sizeof ovm / sizeof *ovm; j++) {
+        for (unsigned k = 0; k < sizeof mult / sizeof *mult; k++) {
             int m = ovm[j];
+            double W = mult[k] * lat[m];
+            W = (double)(int)(W * 100 + 0.5) / 100;
+            MPI_Bcast(&W, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD); /* same on every rank */
             for (int r = 0; r < reps; r++) samp[r] = measure(m, on, W) / on * 1e6;
             double it = median(samp, reps), exposed = it - W;
             double hidden = 100.0 * (1.0 - exposed / lat[m]);
             if (hidden < 0) hidden = 0;
             if (hidden > 100) hidden = 100;
             if (rank == 0)
-                printf("ovl %-24s %d %7.2f %8.3f %8.3f %6.1f\n", mname[m], size, W, it, exposed, hidden);
+                printf("ovl %-24s %d %7.2f %8.3f %8.3f %6.1f  (W = %.1f x latency)\n", mname[m], size, W, it,
+                       exposed, hidden, mult[k]);
         }
     }
     for (int m = M_ABAR; m < M_COUNT; m++) abar_mpi_destroy(&bars[m]);

@@ -157,9 +157,11 @@ static void run_phases(unsigned flags, int phases)
     shm_put();
 }
 
-MTEST(phases_dissemination) { run_phases(0, 2000); }
+MTEST(phases_shm) { run_phases(0, 2000); }
+MTEST(phases_dissemination) { run_phases(ABAR_MPI_P2P, 2000); }
 MTEST(phases_ibarrier) { run_phases(ABAR_MPI_IBARRIER, 2000); }
-MTEST(phases_park) { run_phases(ABAR_WAIT_PARK, 300); }
+MTEST(phases_park) { run_phases(ABAR_MPI_P2P | ABAR_WAIT_PARK, 300); }
+MTEST(phases_shm_park) { run_phases(ABAR_WAIT_PARK, 300); }
 
 MTEST(comm_self_and_subcomm)
 {
@@ -203,7 +205,7 @@ static void on_complete(void *arg)
     atomic_store(&c->phase_seen, runs);
 }
 
-static void run_completion(size_t words, int phases)
+static void run_completion(size_t words, int phases, unsigned flags)
 {
     _Atomic int64_t *s = shm_get((size_t)msize + 1);
     if (!s) MSKIP("ranks on several nodes");
@@ -216,6 +218,7 @@ static void run_completion(size_t words, int phases)
     a.root = msize - 1;
     a.result = c.res;
     a.result_size = words * sizeof *c.res;
+    a.flags = flags;
     MCHECK_EQ(abar_mpi_init(&b, MPI_COMM_WORLD, &a), 0);
     for (int k = 0; k < phases; k++) {
         atomic_store_explicit(&s[mrank], k + 1, memory_order_release);
@@ -234,9 +237,11 @@ static void run_completion(size_t words, int phases)
     shm_put();
 }
 
-MTEST(completion_small_result) { run_completion(2, 1000); }
-MTEST(completion_64k_result) { run_completion(8192, 100); }
-MTEST(completion_no_result) { run_completion(0, 500); }
+MTEST(completion_tree_small_result) { run_completion(2, 1000, ABAR_MPI_P2P); }
+MTEST(completion_tree_64k_result) { run_completion(8192, 100, ABAR_MPI_P2P); }
+MTEST(completion_tree_no_result) { run_completion(0, 500, ABAR_MPI_P2P); }
+MTEST(completion_shm_small_result) { run_completion(2, 1000, 0); }
+MTEST(completion_shm_64k_result) { run_completion(8192, 100, 0); }
 
 static abar_mpi_t dl_bar;
 static abar_token_t dl_tok0;
@@ -336,10 +341,12 @@ MTEST(second_arrival_in_one_phase)
 
 /* ---- timeouts and cancel ------------------------------------------------- */
 
-MTEST(wait_until_times_out)
+static void run_wait_until(unsigned flags)
 {
     abar_mpi_t b;
-    MCHECK_EQ(abar_mpi_init(&b, MPI_COMM_WORLD, NULL), 0);
+    abar_mpi_attr_t a = attr0();
+    a.flags = flags;
+    MCHECK_EQ(abar_mpi_init(&b, MPI_COMM_WORLD, &a), 0);
     abar_token_t t;
     if (mrank == 0) {
         t = abar_mpi_arrive(&b);
@@ -358,6 +365,9 @@ MTEST(wait_until_times_out)
     MCHECK_EQ(abar_mpi_destroy(&b), 0);
 }
 
+MTEST(wait_until_times_out_shm) { run_wait_until(0); }
+MTEST(wait_until_times_out_p2p) { run_wait_until(ABAR_MPI_P2P); }
+
 struct waiter { abar_mpi_t *b; abar_token_t t; int r; };
 static void *wait_thread(void *arg)
 {
@@ -366,10 +376,11 @@ static void *wait_thread(void *arg)
     return NULL;
 }
 
-static void run_cancel(int with_completion)
+static void run_cancel(int with_completion, unsigned flags)
 {
     abar_mpi_t b;
     abar_mpi_attr_t a = attr0();
+    a.flags = flags;
     uint64_t res = 0;
     if (with_completion) {
         a.completion = completion_ibarrier;
@@ -411,8 +422,11 @@ static void run_cancel(int with_completion)
     MCHECK_EQ(abar_mpi_destroy(&b), 0);
 }
 
-MTEST(cancel_dissemination) { run_cancel(0); }
-MTEST(cancel_tree) { run_cancel(1); }
+MTEST(cancel_dissemination) { run_cancel(0, ABAR_MPI_P2P); }
+MTEST(cancel_tree) { run_cancel(1, ABAR_MPI_P2P); }
+MTEST(cancel_ibarrier) { run_cancel(0, ABAR_MPI_IBARRIER); }
+MTEST(cancel_shm) { run_cancel(0, 0); }
+MTEST(cancel_shm_completion) { run_cancel(1, 0); }
 
 /* ---- hierarchical --------------------------------------------------------- */
 
@@ -498,9 +512,11 @@ static void run_hier(int with_completion, unsigned flags)
     shm_put();
 }
 
-MTEST(hierarchical) { run_hier(0, 0); }
-MTEST(hierarchical_completion) { run_hier(1, 0); }
-MTEST(hierarchical_progress_thread) { run_hier(1, ABAR_MPI_PROGRESS_THREAD); }
+MTEST(hierarchical_shm) { run_hier(0, 0); }
+MTEST(hierarchical_shm_completion) { run_hier(1, 0); }
+MTEST(hierarchical_dissemination) { run_hier(0, ABAR_MPI_P2P); }
+MTEST(hierarchical_tree_completion) { run_hier(1, ABAR_MPI_P2P); }
+MTEST(hierarchical_progress_thread) { run_hier(1, ABAR_MPI_P2P | ABAR_MPI_PROGRESS_THREAD); }
 
 /* ---- progress thread ------------------------------------------------------ */
 
@@ -508,7 +524,7 @@ MTEST(progress_thread_completes_while_computing)
 {
     abar_mpi_t b;
     abar_mpi_attr_t a = attr0();
-    a.flags = ABAR_MPI_PROGRESS_THREAD;
+    a.flags = ABAR_MPI_PROGRESS_THREAD | ABAR_MPI_P2P; /* shared memory needs no progress */
     a.progress_us = 20;
     MCHECK_EQ(abar_mpi_init(&b, MPI_COMM_WORLD, &a), 0);
     for (int k = 0; k < 5; k++) {
