@@ -355,6 +355,9 @@ int abar_pool_configure(unsigned threads, unsigned flags)
 
 unsigned abar_pool_threads(void)
 {
+    /* Inside a kernel the caller's launch holds the lock, and its pool is
+     * fixed until the launch ends. */
+    if (abar__team_self) return pool->nthreads;
     pthread_mutex_lock(&pool_lock);
     unsigned n = pool ? pool->nthreads : want_threads();
     pthread_mutex_unlock(&pool_lock);

@@ -219,7 +219,7 @@ TEST(pool_resize_and_shutdown)
     CHECK_EQ(abar_pool_shutdown(), 0);
 }
 
-static _Atomic int nested_r = -1, conf_r = -1, shut_r = -1;
+static _Atomic int nested_r = -1, conf_r = -1, shut_r = -1, size_r = -1;
 static void nested_kernel(abar_thread_t *self, void *arg)
 {
     (void)arg;
@@ -228,6 +228,7 @@ static void nested_kernel(abar_thread_t *self, void *arg)
     atomic_store(&nested_r, abar_run(&cfg, count_kernel, NULL));
     atomic_store(&conf_r, abar_pool_configure(1, 0));
     atomic_store(&shut_r, abar_pool_shutdown());
+    atomic_store(&size_r, (int)abar_pool_threads()); /* allowed: no deadlock */
 }
 
 TEST(nested_calls_are_edeadlk)
@@ -238,6 +239,7 @@ TEST(nested_calls_are_edeadlk)
     CHECK_EQ(atomic_load(&nested_r), EDEADLK);
     CHECK_EQ(atomic_load(&conf_r), EDEADLK);
     CHECK_EQ(atomic_load(&shut_r), EDEADLK);
+    CHECK_EQ(atomic_load(&size_r), 2);
     CHECK_EQ(atomic_load(&ran), 0);
     CHECK_EQ(abar_pool_threads(), 2);
 }
