@@ -90,6 +90,7 @@ struct mpi_impl {
     int rank, size, root, engine;
     bool oversub;              /* more runnable threads than CPUs: yield while polling */
     unsigned wait_flags;       /* ABAR_WAIT_SPIN / ABAR_WAIT_PARK from attr */
+    unsigned threads;          /* participants in this rank (1: flat, local unused) */
     /* DISSEM */
     int rounds, rnd;
     MPI_Request *sreq, *rreq;
@@ -389,10 +390,8 @@ static void progress_try(struct mpi_impl *m)
 }
 
 /* local's completion: the rank's last local arrival posts the rank's arrival. */
-static void post(void *arg)
+static void post_locked(struct mpi_impl *m)
 {
-    struct mpi_impl *m = arg;
-    pthread_mutex_lock(&m->lock);
     if (m->stage != ST_IDLE) {
         fail(m); /* cannot happen without misuse: arrive checks nothing is in flight */
     } else {
@@ -402,6 +401,13 @@ static void post(void *arg)
         else progress_locked(m); /* the round-0 message may be here already */
         if (m->has_thread) pthread_cond_signal(&m->kick);
     }
+}
+
+static void post(void *arg)
+{
+    struct mpi_impl *m = arg;
+    pthread_mutex_lock(&m->lock);
+    post_locked(m);
     pthread_mutex_unlock(&m->lock);
 }
 
@@ -432,14 +438,26 @@ static void *progress_main(void *arg)
 
 /* ---- arrive and wait -------------------------------------------------------- */
 
-abar_token_t abar_mpi_arrive(abar_mpi_t *b)
+/* Flat (one participant per rank): no local barrier; the arrival posts
+ * directly, under the lock that also orders the release. */
+static abar_token_t arrive_flat(struct mpi_impl *m)
 {
-    struct mpi_impl *m = live(b);
-    if (m == NULL) return tok_err(EINVAL);
-    /* From its own completion: the phase expects no arrival (as in the core). */
-    if (completing == m) return tok_err(EINVAL);
-    /* seq_cst: pairs with destroy's read of `inside` */
-    atomic_fetch_add(&m->inside, 1);
+    pthread_mutex_lock(&m->lock);
+    /* our previous phase may be done in MPI by now */
+    if (m->stage != ST_IDLE) progress_locked(m);
+    /* Under the lock with nothing in flight, release cannot move: its
+     * current token names the phase this arrival joins. */
+    abar_token_t t = abar_current(&m->release); /* ECANCELED if cancelled */
+    if (abar_token_error(t) == 0 && m->stage != ST_IDLE) t = tok_err(EINVAL); /* already arrived */
+    if (abar_token_error(t) == 0) post_locked(m);
+    pthread_mutex_unlock(&m->lock);
+    return t;
+}
+
+/* Registered in `inside` by the caller. */
+static abar_token_t arrive_impl(struct mpi_impl *m)
+{
+    if (m->threads == 1) return arrive_flat(m);
     abar_token_t t;
     for (int tries = 0;; tries++) {
         uint64_t p1 = abar_phase(&m->release);
@@ -464,8 +482,20 @@ abar_token_t abar_mpi_arrive(abar_mpi_t *b)
         abar_token_t lt = abar_arrive(&m->local); /* the last local one posts to MPI */
         if (abar_token_error(lt)) t = lt;
     }
+    return t;
+}
+
+abar_token_t abar_mpi_arrive(abar_mpi_t *b)
+{
+    struct mpi_impl *m = live(b);
+    if (m == NULL) return tok_err(EINVAL);
+    /* From its own completion: the phase expects no arrival (as in the core). */
+    if (completing == m) return tok_err(EINVAL);
+    /* seq_cst: pairs with destroy's read of `inside` */
+    atomic_fetch_add(&m->inside, 1);
     /* After an MPI failure the token says ECANCELED (an invalid token carries
      * only EINVAL or ECANCELED); waiting on it returns EIO. */
+    abar_token_t t = arrive_impl(m);
     /* release: our last access to m; destroy reads 0 after it */
     atomic_fetch_sub_explicit(&m->inside, 1, memory_order_release);
     return t;
@@ -528,11 +558,9 @@ static int drive(struct mpi_impl *m, abar_token_t t, const struct timespec *abst
     }
 }
 
-static int wait_common(abar_mpi_t *b, abar_token_t t, const struct timespec *abstime, bool test)
+/* Registered in `inside` by the caller. */
+static int wait_impl(struct mpi_impl *m, abar_token_t t, const struct timespec *abstime, bool test)
 {
-    struct mpi_impl *m = live(b);
-    if (m == NULL) return EINVAL;
-    atomic_fetch_add(&m->inside, 1); /* seq_cst: as in arrive */
     int r = abar_test(&m->release, t); /* 0, EBUSY, or the token's error */
     if (r == EBUSY && completing == m) r = EDEADLK;
     if (r == EBUSY) {
@@ -547,8 +575,19 @@ static int wait_common(abar_mpi_t *b, abar_token_t t, const struct timespec *abs
             r = drive(m, t, abstime);
         }
     }
-    int e = atomic_load(&m->err);
-    if (e && r == ECANCELED) r = e;
+    if (r == ECANCELED) {
+        int e = atomic_load(&m->err);
+        if (e) r = e;
+    }
+    return r;
+}
+
+static int wait_common(abar_mpi_t *b, abar_token_t t, const struct timespec *abstime, bool test)
+{
+    struct mpi_impl *m = live(b);
+    if (m == NULL) return EINVAL;
+    atomic_fetch_add(&m->inside, 1); /* seq_cst: as in arrive */
+    int r = wait_impl(m, t, abstime, test);
     atomic_fetch_sub_explicit(&m->inside, 1, memory_order_release);
     return r;
 }
@@ -571,10 +610,12 @@ int abar_mpi_arrive_and_wait(abar_mpi_t *b)
     if (m == NULL) return EINVAL;
     /* Registered across both calls: a peer thread released by our arrival
      * must see us inside if it tries to destroy. */
+    if (completing == m) return EINVAL;
     atomic_fetch_add(&m->inside, 1);
-    abar_token_t t = abar_mpi_arrive(b);
+    abar_token_t t = arrive_impl(m);
     int r = abar_token_error(t);
-    if (r == 0) r = abar_mpi_wait(b, t);
+    if (r == 0) r = wait_impl(m, t, NULL, false);
+    else if (r == ECANCELED && atomic_load(&m->err)) r = atomic_load(&m->err);
     atomic_fetch_sub_explicit(&m->inside, 1, memory_order_release);
     return r;
 }
@@ -853,6 +894,7 @@ int abar_mpi_init(abar_mpi_t *b, MPI_Comm comm, const abar_mpi_attr_t *attr)
         m->up = m->down = m->ibar = MPI_REQUEST_NULL;
         m->win = MPI_WIN_NULL;
         m->wait_flags = a.flags & (ABAR_WAIT_SPIN | ABAR_WAIT_PARK);
+        m->threads = threads;
         m->progress_us = a.progress_us;
         abar_attr_t la = { .completion = post, .arg = m, .flags = a.flags & (ABAR_WAIT_SPIN | ABAR_WAIT_PARK) };
         abar_attr_t ra = { .flags = la.flags };
