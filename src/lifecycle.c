@@ -69,8 +69,7 @@ int abar_destroy(abar_t *b)
      * is an RMW too): either one is counted here (EBUSY) or it sees DEAD. */
     uint32_t none = 0;
     if (!atomic_compare_exchange_strong(&bi->inside, &none, ABAR__INSIDE_DEAD)) return EBUSY;
-    atomic_store(&bi->magic, ABAR__MAGIC_DEAD);
-    bi->ident = 0;
+    atomic_store(&bi->magic, ABAR__MAGIC_DEAD); /* later calls: EINVAL */
     return 0;
 }
 

@@ -124,8 +124,8 @@ static int wait_common(abar_t *b, abar_token_t t, const struct timespec *abstime
     if (t.id != bi->ident) return EINVAL;     /* another barrier's, or before a re-init */
     uint64_t s;
     int r = look(bi, t, &s);
+    if (mode == WAIT_TEST) return r == EDEADLK || pending_result(r) ? EBUSY : r; /* never blocks */
     if (!pending_result(r)) return r;
-    if (mode == WAIT_TEST) return EBUSY;
     return wait_registered(bi, t, abstime);
 }
 
