@@ -21,6 +21,8 @@
 #include <time.h>
 
 static int rank, size, iters = 20000, reps = 7;
+static int split;                /* measure(): time arrive and wait separately */
+static double t_arrive, t_wait;
 
 static double now(void)
 {
@@ -107,9 +109,16 @@ static double measure(int m, int n, double w)
     }
     default:
         for (int i = 0; i < n; i++) {
+            double a0 = split ? now() : 0;
             abar_token_t t = abar_mpi_arrive(&bars[m]);
+            double a1 = split ? now() : 0;
             if (w > 0) spin_us(w);
+            double w0 = split ? now() : 0;
             if (abar_mpi_wait(&bars[m], t) != 0) MPI_Abort(MPI_COMM_WORLD, 6);
+            if (split) {
+                t_arrive += a1 - a0;
+                t_wait += now() - w0;
+            }
         }
     }
     double dt = now() - t0, worst;
@@ -185,6 +194,22 @@ int main(int argc, char **argv)
                 printf("ovl %-24s %d %7.2f %8.3f %8.3f %6.1f  (W = %.1f x latency)\n", mname[m], size, W, it,
                        exposed, hidden, mult[k]);
         }
+    }
+    /* where the exposed time goes with W = 8 x latency: the CPU time of the
+     * arrive call, and of the wait call (which finds the phase complete if
+     * the latency was hidden) */
+    if (rank == 0) printf("# cost of the calls at W = 8 x latency (rank 0, mean)\n"
+                          "# cpu name ranks arrive_us wait_us\n");
+    const int cpm[] = { M_ABAR, M_ABAR_P2P, M_ABAR_PROG };
+    for (unsigned j = 0; j < sizeof cpm / sizeof *cpm; j++) {
+        int m = cpm[j];
+        double W = 8 * lat[m];
+        MPI_Bcast(&W, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+        split = 1;
+        t_arrive = t_wait = 0;
+        measure(m, on, W);
+        split = 0;
+        if (rank == 0) printf("cpu %-24s %d %8.3f %8.3f\n", mname[m], size, t_arrive / on * 1e6, t_wait / on * 1e6);
     }
     for (int m = M_ABAR; m < M_COUNT; m++) abar_mpi_destroy(&bars[m]);
     free(samp);
