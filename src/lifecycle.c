@@ -3,6 +3,7 @@
 #include "abar_internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -13,12 +14,23 @@
  * accepted with probability 2^-64).  Mixes a process-wide counter, the pid,
  * the clock and the address through splitmix64; never 0 (0 marks an invalid
  * token). */
+static _Atomic uint64_t ident_pid; /* getpid() is a system call: cached, reset at fork */
+
+static void ident_forked(void) { atomic_store_explicit(&ident_pid, 0, memory_order_relaxed); }
+
+__attribute__((constructor)) static void ident_setup(void) { pthread_atfork(NULL, NULL, ident_forked); }
+
 static uint64_t new_ident(const void *addr)
 {
     static _Atomic uint64_t counter;
     /* relaxed: only uniqueness matters */
+    uint64_t pid = atomic_load_explicit(&ident_pid, memory_order_relaxed);
+    if (pid == 0) {
+        pid = (uint64_t)getpid();
+        atomic_store_explicit(&ident_pid, pid, memory_order_relaxed);
+    }
     uint64_t x = atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed);
-    x ^= (uint64_t)getpid() << 40 ^ abar__now_ns() ^ (uint64_t)(uintptr_t)addr;
+    x ^= pid << 40 ^ abar__now_ns() ^ (uint64_t)(uintptr_t)addr;
     x += 0x9e3779b97f4a7c15u;
     x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
     x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
