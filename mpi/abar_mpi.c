@@ -3,11 +3,14 @@
  *
  * Two core barriers per rank carry the semantics:
  *   local   expected = threads of this rank; its completion function runs on
- *           the rank's last local arrival and posts the rank's arrival to MPI;
+ *           the rank's last local arrival and posts the rank's arrival to MPI
+ *           (unused with one participant per rank: the arrival posts
+ *           directly, under the barrier's mutex);
  *   release expected = 1; whoever sees the MPI phase finish arrives on it once,
  *           which releases every waiter of the rank.
  * Tokens are release's tokens: a thread arrives in phase k only while
- * local and release both stand at k, so abar_current(release) names k.
+ * local and release both stand at k (flat: while nothing is in flight), so
+ * abar_current(release) names k.
  *
  * Engines (one MPI phase in flight per rank at a time, on a private duplicate
  * of the user's communicator, so nothing can match the user's messages):
