@@ -56,6 +56,10 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
          * completer's release add.  A full look settles what it means, and
          * now and then catches what the word cannot show (a 2^32 wrap). */
         if (atomic_load_explicit(&b->futex, memory_order_acquire) != want || i % 1024 == 0) {
+            /* The usual news: our phase is released.  Decided on this line
+             * alone (the arrivals of the next phase are busy with `state`).
+             * acquire: pairs with the completer's release store of phase. */
+            if (atomic_load_explicit(&b->phase, memory_order_acquire) > t.raw) return 0;
             if (!pending_result(r = look(b, t, &s))) return r;
         }
         if (oversubscribed) sched_yield();
