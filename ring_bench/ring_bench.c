@@ -23,7 +23,8 @@
  * for a while) - the usual way to run ck_ring.
  *
  * Latency: a round trip over two channels, halved = the one-way hand-off
- * (commit -> the waiting consumer's return), against a cache-line ping-pong.
+ * (commit -> the waiting consumer's return), against a cache-line ping-pong
+ * (pure spin) and the same ping-pong polling with the ck rows' backoff.
  *
  * Each throughput round runs -n (-N) items, or fewer where a short
  * calibration run shows that would take longer than -t seconds (0.5).
@@ -490,6 +491,29 @@ static void *pp_b(void *arg)
     return NULL;
 }
 
+/* The same ping-pong with the ck rows' poll backoff (pause, then yield):
+ * the floor for a waiter that lets the CPU go on a crowded machine. */
+static void *ppy_a(void *arg)
+{
+    struct lat *l = arg;
+    for (uint64_t i = 1; i <= (uint64_t)l->iters; i++) {
+        atomic_store_explicit(&l->line1, i, memory_order_release);
+        unsigned n = 0;
+        while (atomic_load_explicit(&l->line2, memory_order_acquire) != i) backoff(&n);
+    }
+    return NULL;
+}
+static void *ppy_b(void *arg)
+{
+    struct lat *l = arg;
+    for (uint64_t i = 1; i <= (uint64_t)l->iters; i++) {
+        unsigned n = 0;
+        while (atomic_load_explicit(&l->line1, memory_order_acquire) != i) backoff(&n);
+        atomic_store_explicit(&l->line2, i, memory_order_release);
+    }
+    return NULL;
+}
+
 static void *ring_a(void *arg)
 {
     struct lat *l = arg;
@@ -640,7 +664,7 @@ static const struct impl impls[] = {
 #define NIMPL (sizeof impls / sizeof impls[0])
 
 static double tput[NIMPL][2][3];   /* [impl][bytes 64, 4096][consumers 1, 3, 8] */
-static double lat[4];
+static double lat[5];
 
 static void usage(const char *p)
 {
@@ -716,6 +740,7 @@ int main(int argc, char **argv)
     }
     struct { const char *name; void *(*a)(void *), *(*b)(void *); } lats[] = {
         { "pingpong", pp_a, pp_b },
+        { "pingpong_yield", ppy_a, ppy_b },
         { "abar_ring", ring_a, ring_b },
 #ifdef RING_BENCH_HAVE_CK
         { "ck_spsc", ck_a, ck_b },
@@ -750,7 +775,8 @@ int main(int argc, char **argv)
 #endif
     }
     if (do_l)
-        printf("# abar_ring latency / pingpong: %.2fx   (target <= 1.2x)\n", lat[1] / lat[0]);
+        printf("# abar_ring latency / pingpong: %.2fx, / pingpong_yield: %.2fx   (target <= 1.2x)\n",
+               lat[2] / lat[0], lat[2] / lat[1]);
     if (errors) {
         printf("# ERRORS: %ld wrong values or failed calls\n", (long)errors);
         return 1;
