@@ -62,8 +62,8 @@ ABAR_API int abar_mpi_destroy(abar_mpi_t *b);
 /* One arrival of this rank (of this thread, hierarchical); never blocks. */
 ABAR_API abar_token_t abar_mpi_arrive(abar_mpi_t *b);
 
-/* Waiting: 0, EINVAL, ECANCELED, EIO (an MPI call failed), EDEADLK (from the
- * completion); wait_until also ETIMEDOUT (CLOCK_MONOTONIC); test EBUSY. */
+/* Waiting: 0, EINVAL, ECANCELED, EIO (an MPI call failed), EDEADLK (wait from
+ * the completion); wait_until also ETIMEDOUT (CLOCK_MONOTONIC); test EBUSY. */
 ABAR_API int abar_mpi_test(abar_mpi_t *b, abar_token_t t);
 ABAR_API int abar_mpi_wait(abar_mpi_t *b, abar_token_t t);
 ABAR_API int abar_mpi_wait_until(abar_mpi_t *b, abar_token_t t,
