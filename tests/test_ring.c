@@ -445,17 +445,42 @@ TEST(cancel_mid_stream_park) { cancel_mid_stream(ABAR_WAIT_PARK); }
 TEST(cancel_mid_stream_spin) { cancel_mid_stream(ABAR_WAIT_SPIN); }
 
 static _Atomic int blocked_rc = -1;
+static _Atomic int blocked_tid;
 static void *blocked_consumer(void *arg)
 {
     abar_ring_pos_t *c = arg;
+    atomic_store(&blocked_tid, (int)gettid());
     atomic_store(&blocked_rc, abar_ring_consumer_wait(&cr, c));
     return NULL;
 }
 static void *blocked_producer(void *arg)
 {
     abar_ring_pos_t *p = arg;
+    atomic_store(&blocked_tid, (int)gettid());
     atomic_store(&blocked_rc, abar_ring_producer_acquire(&cr, p));
     return NULL;
+}
+
+/* Waits until the blocked thread sleeps in the kernel (parked in the ring's
+ * wait, hence counted by destroy): a fixed sleep is not enough on a crowded
+ * machine, where the thread may not have run yet. */
+static void wait_parked(void)
+{
+    int tid;
+    while ((tid = atomic_load(&blocked_tid)) == 0) usleep(1000);
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    for (int i = 0; i < 5000; i++) {
+        FILE *f = fopen(path, "r");
+        CHECK(f != NULL);
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        const char *st = strrchr(buf, ')');
+        if (st && st[1] == ' ' && st[2] == 'S') return;
+        usleep(1000);
+    }
+    CHECK(!"the blocked thread never slept");
 }
 
 /* Each side, blocked alone: destroy is EBUSY, cancel wakes it, then every
@@ -467,8 +492,9 @@ TEST(cancel_wakes_blocked_consumer)
     CHECK_EQ(abar_ring_consumer_start(&cr, &c), 0);
     CHECK_EQ(abar_ring_producer_start(&cr, &p), 0);
     pthread_t th;
+    atomic_store(&blocked_tid, 0);
     CHECK_EQ(pthread_create(&th, NULL, blocked_consumer, &c), 0);
-    usleep(50000);
+    wait_parked();
     CHECK_EQ(atomic_load(&blocked_rc), -1);
     CHECK_EQ(abar_ring_destroy(&cr), EBUSY);
     CHECK_EQ(abar_ring_cancel(&cr), 0);
@@ -495,8 +521,9 @@ TEST(cancel_wakes_blocked_producer)
     }
     CHECK_EQ(abar_ring_consumer_wait(&cr, &c), 0);          /* held: not released */
     pthread_t th;
+    atomic_store(&blocked_tid, 0);
     CHECK_EQ(pthread_create(&th, NULL, blocked_producer, &p), 0);
-    usleep(50000);
+    wait_parked();
     CHECK_EQ(atomic_load(&blocked_rc), -1);
     CHECK_EQ(abar_ring_destroy(&cr), EBUSY);
     CHECK_EQ(abar_ring_cancel(&cr), 0);
