@@ -127,14 +127,20 @@ struct run {
     void *state;
     pthread_barrier_t start;
 };
-struct targ { struct run *run; unsigned id; };
+struct targ { struct run *run; unsigned id; uint64_t t0, t1; };
 
+/* Each thread times itself: the run lasts from the first start to the last
+ * end (a main thread that reads the clock after the start line may be
+ * descheduled there on a crowded machine and see almost nothing). */
 static void *tramp(void *a)
 {
     struct targ *t = a;
     pin(t->run->c->consumers + 1, t->id);
     pthread_barrier_wait(&t->run->start);
-    return t->id == 0 ? t->run->producer(a) : t->run->consumer(a);
+    t->t0 = now_ns();
+    void *r = t->id == 0 ? t->run->producer(a) : t->run->consumer(a);
+    t->t1 = now_ns();
+    return r;
 }
 
 static double run_threads(struct run *r)
@@ -144,13 +150,16 @@ static double run_threads(struct run *r)
     struct targ ta[MAX_C + 1];
     pthread_barrier_init(&r->start, NULL, n + 1);
     for (unsigned i = 0; i < n; i++) {
-        ta[i] = (struct targ){ r, i };
+        ta[i] = (struct targ){ r, i, 0, 0 };
         pthread_create(&th[i], NULL, tramp, &ta[i]);
     }
     pthread_barrier_wait(&r->start);
-    uint64_t t0 = now_ns();
-    for (unsigned i = 0; i < n; i++) pthread_join(th[i], NULL);
-    uint64_t t1 = now_ns();
+    uint64_t t0 = UINT64_MAX, t1 = 0;
+    for (unsigned i = 0; i < n; i++) {
+        pthread_join(th[i], NULL);
+        if (ta[i].t0 < t0) t0 = ta[i].t0;
+        if (ta[i].t1 > t1) t1 = ta[i].t1;
+    }
     pthread_barrier_destroy(&r->start);
     return (double)(t1 - t0) * 1e-9;
 }
@@ -597,13 +606,16 @@ static void *ck_b(void *arg)
 }
 #endif
 
-struct lat_targ { struct lat *l; int id; };
+struct lat_targ { struct lat *l; int id; uint64_t t0, t1; };
 static void *lat_tramp(void *arg)
 {
     struct lat_targ *t = arg;
     pin(2, (unsigned)t->id);
     pthread_barrier_wait(&t->l->start);
-    return t->id == 0 ? t->l->a(t->l) : t->l->b(t->l);
+    t->t0 = now_ns();
+    void *r = t->id == 0 ? t->l->a(t->l) : t->l->b(t->l);
+    t->t1 = now_ns();
+    return r;
 }
 
 /* ns per one-way hand-off */
@@ -622,12 +634,12 @@ static double bench_lat(void *(*a)(void *), void *(*b)(void *), long iters)
 #endif
     pthread_barrier_init(&l->start, NULL, 3);
     pthread_t th[2];
-    struct lat_targ ta[2] = { { l, 0 }, { l, 1 } };
+    struct lat_targ ta[2] = { { l, 0, 0, 0 }, { l, 1, 0, 0 } };
     for (int i = 0; i < 2; i++) pthread_create(&th[i], NULL, lat_tramp, &ta[i]);
     pthread_barrier_wait(&l->start);
-    uint64_t t0 = now_ns();
     for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
-    uint64_t t1 = now_ns();
+    uint64_t t0 = ta[0].t0 < ta[1].t0 ? ta[0].t0 : ta[1].t0;
+    uint64_t t1 = ta[0].t1 > ta[1].t1 ? ta[0].t1 : ta[1].t1;
     abar_ring_destroy(&l->r1);
     abar_ring_destroy(&l->r2);
     pthread_barrier_destroy(&l->start);
