@@ -165,6 +165,18 @@ static inline int abar__token_err(abar_token_t t)
 }
 void abar__complete(struct abar_impl *b, uint64_t phase, uint64_t s);
 
+/* hazard.c: per-thread announcements of the barrier a thread is blocked on */
+#define ABAR__HAZARD_DEPTH 4 /* nested waits (a wait in a signal handler, say) */
+struct abar__hazard {
+    _Alignas(64) _Atomic(const void *) slot[ABAR__HAZARD_DEPTH];
+    unsigned depth;           /* slots in use; only the owner touches it */
+    _Atomic int used;         /* owned by a live thread */
+    struct abar__hazard *next;
+};
+struct abar__hazard *abar__hazard_mine(void);
+bool abar__hazard_any(const void *b);
+unsigned abar__test_waiters(abar_t *b); /* test hook: threads registered on b */
+
 /* futex.c */
 void abar__futex_wake_all(_Atomic uint32_t *word, bool pshared);
 int abar__futex_wait(_Atomic uint32_t *word, uint32_t val, bool pshared,

@@ -50,7 +50,7 @@ int abar_init(abar_t *b, uint32_t expected, const abar_attr_t *attr)
     if (atomic_load_explicit(&bi->magic, memory_order_acquire) == ABAR__MAGIC_LIVE) {
         uint64_t s = atomic_load_explicit(&bi->state, memory_order_acquire);
         if ((atomic_load_explicit(&bi->inside, memory_order_acquire) & ~ABAR__INSIDE_DEAD) != 0 ||
-            st_completing(s))
+            st_completing(s) || (!(bi->flags & ABAR_PSHARED) && abar__hazard_any(bi)))
             return EBUSY;
     }
     memset(b, 0, sizeof *b);
@@ -81,6 +81,14 @@ int abar_destroy(abar_t *b)
      * is an RMW too): either one is counted here (EBUSY) or it sees DEAD. */
     uint32_t none = 0;
     if (!atomic_compare_exchange_strong(&bi->inside, &none, ABAR__INSIDE_DEAD)) return EBUSY;
+    if (!(bi->flags & ABAR_PSHARED)) {
+        /* seq_cst fence: our mark, then the waiters' slots (see wait.c enter) */
+        atomic_thread_fence(memory_order_seq_cst);
+        if (abar__hazard_any(bi)) {
+            atomic_fetch_and(&bi->inside, ~ABAR__INSIDE_DEAD); /* in use: as we were */
+            return EBUSY;
+        }
+    }
     atomic_store(&bi->magic, ABAR__MAGIC_DEAD); /* later calls: EINVAL */
     return 0;
 }

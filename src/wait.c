@@ -45,8 +45,9 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
      * threads wait than there are CPUs, spinning would steal the CPU from
      * the threads we wait for: then each round yields it instead. */
     uint64_t budget = b->flags & ABAR_WAIT_PARK ? 0 : abar__spin_ns();
-    bool oversubscribed =
-        atomic_load_explicit(&b->inside, memory_order_relaxed) > abar__ncpu();
+    uint64_t s0 = atomic_load_explicit(&b->state, memory_order_relaxed);
+    bool oversubscribed = (int32_t)atomic_load_explicit(&b->expected, memory_order_relaxed) -
+                              st_pending(s0) > (int32_t)abar__ncpu(); /* arrived > CPUs */
     const uint64_t deadline =
         abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec : UINT64_MAX;
     uint64_t t0 = 0; /* read lazily: most waits end before the first clock read */
@@ -102,21 +103,60 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
     }
 }
 
-/* Registers as a blocked waiter (destroy is EBUSY while we are inside), waits,
- * and leaves.  Returns EINVAL if a destroy got there first. */
+static void leave(struct abar_impl *b, bool counted);
+
+/* Announces this thread as blocked on b, so that abar_destroy says EBUSY
+ * until leave(): a slot in the thread's own hazard record for a private
+ * barrier (no shared write), the count in the barrier for a process-shared
+ * one (or when no slot is free).  Returns false if a destroy got there first:
+ * then the caller must not wait on b. */
+static bool enter(struct abar_impl *b, bool *counted)
+{
+    struct abar__hazard *h;
+    if (!(b->flags & ABAR_PSHARED) && (h = abar__hazard_mine()) && h->depth < ABAR__HAZARD_DEPTH) {
+        atomic_store_explicit(&h->slot[h->depth++], b, memory_order_relaxed);
+        /* seq_cst fence: our slot, then destroy's mark; destroy does its mark,
+         * a fence, then reads the slots: one of us sees the other. */
+        atomic_thread_fence(memory_order_seq_cst);
+        *counted = false;
+    } else {
+        /* seq_cst RMW: totally ordered with destroy's CAS on the same word */
+        atomic_fetch_add(&b->inside, 1);
+        *counted = true;
+    }
+    /* A destroy has marked the barrier: wait for its verdict.  It either
+     * saw us (EBUSY, it clears the mark) or not (the barrier is dead). */
+    while (atomic_load(&b->inside) & ABAR__INSIDE_DEAD) {
+        if (atomic_load(&b->magic) != ABAR__MAGIC_LIVE) {
+            leave(b, *counted);
+            return false;
+        }
+        abar__pause();
+    }
+    return true;
+}
+
+/* The end of enter(): after it this thread touches b no more.  release: a
+ * destroy that sees us gone runs after our last access. */
+static void leave(struct abar_impl *b, bool counted)
+{
+    if (counted) {
+        atomic_fetch_sub_explicit(&b->inside, 1, memory_order_release);
+    } else {
+        struct abar__hazard *h = abar__hazard_mine();
+        atomic_store_explicit(&h->slot[--h->depth], NULL, memory_order_release);
+    }
+}
+
+/* Registers as a blocked waiter, waits, and leaves. */
 static int wait_registered(struct abar_impl *b, abar_token_t t, const struct timespec *abstime)
 {
-    /* seq_cst RMW: totally ordered with destroy's CAS on the same word. */
-    if (atomic_fetch_add(&b->inside, 1) & ABAR__INSIDE_DEAD) {
-        atomic_fetch_sub_explicit(&b->inside, 1, memory_order_relaxed);
-        return EINVAL; /* destroyed before it could see us: never sleep on it */
-    }
+    bool counted;
+    if (!enter(b, &counted)) return EINVAL; /* destroyed: never sleep on it */
     uint64_t s;
     int r = look(b, t, &s); /* the phase may have completed before we registered */
     if (pending_result(r)) r = block(b, t, abstime);
-    /* release: our last access to the barrier; a destroy that then reads 0
-     * runs after it. */
-    atomic_fetch_sub_explicit(&b->inside, 1, memory_order_release);
+    leave(b, counted);
     return r;
 }
 
@@ -161,13 +201,11 @@ int abar_arrive_and_wait(abar_t *b)
     if (bi == NULL) return EINVAL;
     /* Register before arriving: once our arrival is counted the phase can
      * complete and a released thread may try to destroy the barrier; it must
-     * see us inside.  seq_cst RMW: as in wait_registered. */
-    if (atomic_fetch_add(&bi->inside, 1) & ABAR__INSIDE_DEAD) {
-        atomic_fetch_sub_explicit(&bi->inside, 1, memory_order_relaxed);
-        return EINVAL;
-    }
+     * see us. */
+    bool counted;
+    if (!enter(bi, &counted)) return EINVAL;
     abar_token_t t = abar_arrive(b);
     int r = t.id == 0 ? abar__token_err(t) : block(bi, t, NULL); /* at once if we completed it */
-    atomic_fetch_sub_explicit(&bi->inside, 1, memory_order_release);
+    leave(bi, counted);
     return r;
 }

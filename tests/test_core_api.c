@@ -53,7 +53,7 @@ static struct abar_impl *I(abar_t *b) { return (struct abar_impl *)(void *)b; }
 
 static unsigned inside_of(abar_t *b)
 {
-    return atomic_load(&I(b)->inside);
+    return abar__test_waiters(b);
 }
 
 /* Waits (up to 5 s) until n threads are registered inside a wait on b. */

@@ -1,0 +1,79 @@
+/* hazard.c - which barriers this process's threads are blocked on.
+ *
+ * A waiter on a process-private barrier announces the barrier in a slot of
+ * its own thread record (a plain store and a fence on a line no other thread
+ * writes) instead of counting itself in the barrier (an atomic add on a line
+ * every waiter shares).  abar_destroy scans the records: a barrier named in a
+ * slot is in use.  Records are never freed: a thread's is recycled when it
+ * exits.  Process-shared barriers keep the in-barrier count (another
+ * process's records are not ours to read). */
+#include "abar_internal.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+static _Atomic(struct abar__hazard *) records;
+static _Thread_local struct abar__hazard *mine;
+static pthread_key_t exit_key;
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+
+static void record_release(void *p)
+{
+    struct abar__hazard *h = p;
+    for (int i = 0; i < ABAR__HAZARD_DEPTH; i++)
+        atomic_store_explicit(&h->slot[i], NULL, memory_order_relaxed);
+    h->depth = 0;
+    /* release: the cleared slots are visible to the next owner */
+    atomic_store_explicit(&h->used, 0, memory_order_release);
+}
+
+static void exit_key_create(void) { pthread_key_create(&exit_key, record_release); }
+
+struct abar__hazard *abar__hazard_mine(void)
+{
+    if (mine) return mine;
+    pthread_once(&exit_once, exit_key_create);
+    struct abar__hazard *h;
+    /* acquire: pairs with the release push below and the release in record_release */
+    for (h = atomic_load_explicit(&records, memory_order_acquire); h; h = h->next) {
+        int free_ = 0;
+        if (atomic_load_explicit(&h->used, memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_strong_explicit(&h->used, &free_, 1, memory_order_acquire,
+                                                    memory_order_relaxed))
+            break;
+    }
+    if (h == NULL) {
+        h = aligned_alloc(64, sizeof *h);
+        if (h == NULL) return NULL; /* callers fall back to the in-barrier count */
+        for (int i = 0; i < ABAR__HAZARD_DEPTH; i++) atomic_init(&h->slot[i], NULL);
+        h->depth = 0;
+        atomic_init(&h->used, 1);
+        h->next = atomic_load_explicit(&records, memory_order_relaxed);
+        /* release: a scanner that finds h sees it initialised */
+        while (!atomic_compare_exchange_weak_explicit(&records, &h->next, h, memory_order_release,
+                                                      memory_order_relaxed)) {}
+    }
+    pthread_setspecific(exit_key, h);
+    mine = h;
+    return h;
+}
+
+bool abar__hazard_any(const void *b)
+{
+    /* seq_cst loads: the other half of the Dekker pair with abar__hazard_enter */
+    for (struct abar__hazard *h = atomic_load(&records); h; h = h->next)
+        for (int i = 0; i < ABAR__HAZARD_DEPTH; i++)
+            if (atomic_load(&h->slot[i]) == b) return true;
+    return false;
+}
+
+/* Test hook: how many threads are registered as blocked on b. */
+unsigned abar__test_waiters(abar_t *b)
+{
+    struct abar_impl *bi = impl(b);
+    unsigned n = atomic_load(&bi->inside) & ~ABAR__INSIDE_DEAD;
+    for (struct abar__hazard *h = atomic_load(&records); h; h = h->next)
+        for (int i = 0; i < ABAR__HAZARD_DEPTH; i++)
+            n += atomic_load(&h->slot[i]) == (const void *)bi;
+    return n;
+}
