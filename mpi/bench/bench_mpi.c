@@ -133,7 +133,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick")) { iters = 500; reps = 3; }
+        if (!strcmp(argv[i], "--quick")) { iters = 200; reps = 1; }
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
     }
