@@ -401,7 +401,9 @@ static void post_locked(struct mpi_impl *m)
         m->phase = m->done; /* = abar_phase(release) while not cancelled */
         m->stage = ST_ARRIVING;
         if (start_phase(m) != 0) fail(m);
-        else progress_locked(m); /* the round-0 message may be here already */
+        /* the round-0 message may be here already (shared memory needs no
+         * push: its poll is left to the wait, off the arrive's path) */
+        else if (m->engine != ENG_SHM) progress_locked(m);
         if (m->has_thread) pthread_cond_signal(&m->kick);
     }
 }
