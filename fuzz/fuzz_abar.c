@@ -1,0 +1,431 @@
+/*
+ * fuzz_abar.c - libFuzzer harness for the abar host API.
+ *
+ * The input is a program.  Its first bytes set up a barrier (expected count,
+ * flags, completion function, a starting phase near a wrap-around of the
+ * 21-bit or 32-bit fields); the rest is a sequence of calls, each checked
+ * exactly against `ref`, a sequential reference model written from SPEC.md
+ * (section 2 and its defined-behaviour table), including every misuse the
+ * table defines: arrive_n(0), over-arrival, arrivals after cancel or after
+ * the last drop, tokens of completed / future / forged / other barriers /
+ * pre-re-init, malformed deadlines, bad init arguments, waits from inside the
+ * completion (EDEADLK), arrivals on the own barrier from inside it.
+ * One opcode runs a multi-threaded episode on a second barrier (threads doing
+ * arrive, arrive_n, arrive_and_wait, wait, wait_until, test, drop, with a
+ * racing cancel and a racing destroy), checked for invariants: every wait
+ * returns 0 or (after a cancel) ECANCELED, never early (the data written
+ * before each arrival is seen after the wait), completions == phases.
+ *
+ * Build: clang -fsanitize=fuzzer,address,undefined (fuzz/CMakeLists.txt).
+ * A blocking call that the model says would block is never issued on the
+ * main thread: a hang is always a bug (libFuzzer's -timeout reports it).
+ */
+#define _GNU_SOURCE
+#include "abar_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAIL(...)                                                          \
+    do {                                                                   \
+        fprintf(stderr, "fuzz_abar: " __VA_ARGS__);                        \
+        fprintf(stderr, "  (%s:%d)\n", __FILE__, __LINE__);                \
+        abort();                                                           \
+    } while (0)
+#define EXPECT_EQ(got, want, what)                                         \
+    do {                                                                   \
+        long long g_ = (long long)(got), w_ = (long long)(want);           \
+        if (g_ != w_) FAIL("%s: got %lld, want %lld", what, g_, w_);       \
+    } while (0)
+
+/* ---- input reader -------------------------------------------------------- */
+struct input { const uint8_t *p; size_t n; };
+static unsigned next_byte(struct input *in)
+{
+    if (in->n == 0) return 0;
+    in->n--;
+    return *in->p++;
+}
+
+/* ---- the sequential reference model of SPEC.md ----------------------------- */
+struct ref {
+    int live;
+    uint32_t expected, pending, drops;
+    uint64_t phase;
+    int cancelled, finished;
+    unsigned gen;            /* which init of the memory: tokens carry it */
+    int completion;          /* a completion function is installed */
+    int cancel_in_completion;
+    uint64_t completions;
+};
+struct rtok { int err; uint64_t phase; unsigned gen; };   /* err != 0: invalid */
+
+/* A token as the model sees it, and the real token it goes with. */
+#define MAXTOK 16
+struct slot { struct rtok r; abar_token_t t; int used; };
+
+struct ctx {
+    abar_t bar;
+    struct ref m;
+    struct slot tok[MAXTOK];
+    abar_t other;            /* a second live barrier, for foreign tokens */
+    abar_token_t other_tok;
+    /* what the completion function saw */
+    uint64_t seen_completions;
+    int completion_ok;
+};
+static struct ctx C;
+
+static void completion_fn(void *arg)
+{
+    struct ctx *c = arg;
+    c->seen_completions++;
+    /* still the completing phase (the model has already advanced) */
+    if (abar_phase(&c->bar) != c->m.phase - 1) c->completion_ok = 0;
+    abar_token_t cur = abar_current(&c->bar);
+    if (abar_wait(&c->bar, cur) != EDEADLK) c->completion_ok = 0;   /* own barrier */
+    abar_token_t own = abar_arrive(&c->bar);        /* no arrival can be counted now */
+    if (abar_token_error(own) != EINVAL) c->completion_ok = 0;
+    if (c->m.cancel_in_completion && abar_cancel(&c->bar) != 0) c->completion_ok = 0;
+}
+
+/* ref: n arrivals (drop: arrive_and_drop) */
+static struct rtok ref_arrive(struct ref *m, uint32_t n, int drop)
+{
+    if (!m->live || n == 0) return (struct rtok){ EINVAL, 0, 0 };
+    if (m->cancelled || m->finished) return (struct rtok){ ECANCELED, 0, 0 };
+    if (n > m->pending) return (struct rtok){ EINVAL, 0, 0 };
+    struct rtok t = { 0, m->phase, m->gen };
+    m->pending -= n;
+    if (drop) m->drops++;
+    if (m->pending == 0) {          /* complete: completion, reset, advance */
+        if (m->completion) {
+            m->completions++;
+            if (m->cancel_in_completion) m->cancelled = 1;
+        }
+        m->expected -= m->drops;
+        m->drops = 0;
+        m->phase++;
+        m->pending = m->expected;
+        if (m->expected == 0) m->finished = 1;
+    }
+    return t;
+}
+
+/* ref: what wait/test return at once (EBUSY: a wait would block) */
+static int ref_judge(const struct ref *m, struct rtok t)
+{
+    if (!m->live) return EINVAL;
+    if (t.err) return t.err;
+    if (t.gen != m->gen) return EINVAL;
+    if (t.phase < m->phase) return 0;
+    if (t.phase > m->phase) return EINVAL;
+    if (m->finished || m->cancelled) return ECANCELED;
+    return EBUSY;
+}
+
+static void check_state(void)
+{
+    EXPECT_EQ(abar_phase(&C.bar), C.m.live ? C.m.phase : 0, "abar_phase");
+    if (C.m.completion) {
+        EXPECT_EQ(C.seen_completions, C.m.completions, "completions run");
+        if (!C.completion_ok) FAIL("a call from inside the completion misbehaved");
+    }
+}
+
+static int do_init(struct input *in, int fresh)
+{
+    unsigned e = next_byte(in) % 5 + 1;
+    unsigned f = next_byte(in);
+    abar_attr_t attr = { 0 };
+    attr.flags = (f & 1 ? ABAR_PSHARED : 0) | (f & 2 ? ABAR_WAIT_SPIN : 0) |
+                 (f & 4 ? ABAR_WAIT_PARK : 0);
+    int bad = (f >> 3) % 8; /* 0..7: a few kinds of bad arguments */
+    uint32_t expected = e;
+    if (bad == 1) expected = 0;
+    if (bad == 2) expected = ABAR_EXPECTED_MAX + 1 + (f >> 6);
+    if (bad == 3) attr.flags |= 0x100u << (f >> 6);
+    int comp = (f >> 6) & 1;
+    if (comp) { attr.completion = completion_fn; attr.arg = &C; }
+    int want = (bad >= 1 && bad <= 3) || ((attr.flags & ABAR_WAIT_SPIN) && (attr.flags & ABAR_WAIT_PARK))
+                   ? EINVAL : 0;
+    if (bad == 4) { want = 0; comp = 0; }   /* NULL attr: the defaults */
+    int r = abar_init(&C.bar, expected, bad == 4 ? NULL : &attr);
+    EXPECT_EQ(r, want, "abar_init");
+    if (r != 0) return r;   /* the barrier is unchanged: check_state checks it */
+    C.m = (struct ref){ .live = 1, .expected = expected, .pending = expected,
+                        .gen = fresh ? 1 : C.m.gen + 1, .completion = comp,
+                        .cancel_in_completion = (f >> 7) & 1 };
+    C.seen_completions = 0;
+    C.completion_ok = 1;
+    /* Start near a wrap-around: of the 21-bit phase in the state word, of the
+     * 32-bit futex word, or far out. */
+    static const uint64_t starts[8] = { 0, 0, (1u << 21) - 2, (1u << 21) - 1,
+                                        UINT32_MAX - 1, UINT32_MAX, (UINT64_C(1) << 40) - 1,
+                                        (UINT64_C(1) << 62) + 12345 };
+    uint64_t start = starts[next_byte(in) % 8];
+    if (start) {
+        EXPECT_EQ(abar__test_set_phase(&C.bar, start), 0, "abar__test_set_phase");
+        C.m.phase = start;
+    }
+    return 0;
+}
+
+static struct timespec deadline_in(long ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += ns;
+    while (ts.tv_nsec >= 1000000000) { ts.tv_nsec -= 1000000000; ts.tv_sec++; }
+    return ts;
+}
+
+/* ---- the multi-threaded episode ------------------------------------------ */
+#define MT_MAX 4
+#define MT_ROUNDS 8
+struct mt {
+    abar_t bar;
+    unsigned nthreads, rounds;
+    uint8_t script[MT_MAX][MT_ROUNDS];
+    int dropper, drop_round;          /* thread that drops, and when (-1: none) */
+    _Atomic int cancelled;
+    _Atomic int cancel_done;
+    int data[MT_ROUNDS][MT_MAX];      /* written before arrival, read after wait */
+    uint64_t completions;             /* plain: the completion runs alone */
+    _Atomic int failed;
+    char why[160];
+};
+
+static void mt_fail(struct mt *x, const char *what, int r, unsigned id, unsigned round)
+{
+    if (atomic_exchange(&x->failed, 1) == 0)
+        snprintf(x->why, sizeof x->why, "%s: %d (thread %u round %u)", what, r, id, round);
+}
+
+static void mt_completion(void *arg)
+{
+    struct mt *x = arg;
+    x->completions++;
+}
+
+struct mt_arg { struct mt *x; unsigned id; };
+
+/* Every wait must return 0 or, after a cancel, ECANCELED; after 0 every
+ * participant's write of that round is visible. */
+static void *mt_thread(void *p)
+{
+    struct mt_arg *a = p;
+    struct mt *x = a->x;
+    for (unsigned r = 0; r < x->rounds; r++) {
+        x->data[r][a->id] = (int)(r * 16 + a->id + 1);
+        unsigned op = x->script[a->id][r] % 6;
+        int res;
+        if ((int)a->id == x->dropper && (int)r == x->drop_round) {
+            res = abar_arrive_and_drop(&x->bar);
+            if (res != 0 && !(res == ECANCELED && atomic_load(&x->cancelled)))
+                mt_fail(x, "arrive_and_drop", res, a->id, r);
+            return NULL;
+        }
+        if (op == 0) {
+            res = abar_arrive_and_wait(&x->bar);
+        } else {
+            abar_token_t t = abar_arrive(&x->bar);
+            res = abar_token_error(t);
+            if (res == 0) {
+                if (op == 1) res = abar_wait(&x->bar, t);
+                else if (op == 2) {
+                    struct timespec ts = deadline_in(20000000); /* 20 ms, retried */
+                    while ((res = abar_wait_until(&x->bar, t, &ts)) == ETIMEDOUT)
+                        ts = deadline_in(20000000);
+                } else if (op == 3) {
+                    while ((res = abar_test(&x->bar, t)) == EBUSY) sched_yield();
+                } else {
+                    res = abar_wait(&x->bar, t);
+                    if (res == 0 && abar_test(&x->bar, t) != 0)
+                        mt_fail(x, "test after wait", abar_test(&x->bar, t), a->id, r);
+                }
+                if (res == 0 && t.raw != r) mt_fail(x, "token phase", (int)t.raw, a->id, r);
+            }
+        }
+        if (res == ECANCELED && atomic_load(&x->cancelled)) return NULL;
+        if (res != 0) { mt_fail(x, "wait", res, a->id, r); return NULL; }
+        for (unsigned j = 0; j < x->nthreads; j++) {
+            int dropped = (int)j == x->dropper && x->drop_round < (int)r;
+            if (!dropped && x->data[r][j] != (int)(r * 16 + j + 1))
+                mt_fail(x, "released before an arrival's write was visible", (int)j, a->id, r);
+        }
+    }
+    return NULL;
+}
+
+static void mt_episode(struct input *in)
+{
+    static struct mt x;
+    memset(&x, 0, sizeof x);
+    unsigned h = next_byte(in);
+    x.nthreads = h % (MT_MAX - 1) + 2;          /* 2..4 */
+    x.rounds = (h >> 2) % MT_ROUNDS + 1;
+    unsigned f = next_byte(in);
+    abar_attr_t attr = { mt_completion, &x, (f & 1 ? ABAR_PSHARED : 0) |
+                         ((f >> 1) % 3 == 1 ? ABAR_WAIT_SPIN : (f >> 1) % 3 == 2 ? ABAR_WAIT_PARK : 0) };
+    x.dropper = (f >> 3) & 1 ? (int)(next_byte(in) % x.nthreads) : -1;
+    x.drop_round = (int)(next_byte(in) % x.rounds);
+    int cancel = (f >> 4) & 1, destroy_race = (f >> 5) & 1;
+    unsigned cancel_after = next_byte(in);
+    for (unsigned i = 0; i < x.nthreads; i++)
+        for (unsigned r = 0; r < x.rounds; r++) x.script[i][r] = (uint8_t)next_byte(in);
+    if (destroy_race) {
+        /* the main thread is one more participant of round 0 (it drops),
+         * every thread starts with arrive_and_wait (registered before it
+         * arrives): once all are inside, destroy must say EBUSY */
+        x.dropper = -1;
+        for (unsigned i = 0; i < x.nthreads; i++) x.script[i][0] = 0;
+    }
+    EXPECT_EQ(abar_init(&x.bar, x.nthreads + (destroy_race ? 1 : 0), &attr), 0, "mt init");
+    pthread_t th[MT_MAX];
+    struct mt_arg args[MT_MAX];
+    for (unsigned i = 0; i < x.nthreads; i++) {
+        args[i] = (struct mt_arg){ &x, i };
+        if (pthread_create(&th[i], NULL, mt_thread, &args[i]) != 0) FAIL("pthread_create");
+    }
+    if (destroy_race) {
+        /* every thread registered (hazard slot or count: the test hook) */
+        while (abar__test_waiters(&x.bar) < x.nthreads) sched_yield();
+        EXPECT_EQ(abar_destroy(&x.bar), EBUSY, "destroy while threads wait");
+        EXPECT_EQ(abar_init(&x.bar, 1, NULL), EBUSY, "init while threads wait");
+        EXPECT_EQ(abar_arrive_and_drop(&x.bar), 0, "main's drop");
+    }
+    for (unsigned i = 0; i < cancel_after; i++) sched_yield();
+    if (cancel) {
+        atomic_store(&x.cancelled, 1);
+        EXPECT_EQ(abar_cancel(&x.bar), 0, "mt cancel");
+    }
+    for (unsigned i = 0; i < x.nthreads; i++) pthread_join(th[i], NULL);
+    if (x.failed) FAIL("mt episode: %s", x.why);
+    uint64_t ph = abar_phase(&x.bar);
+    EXPECT_EQ(x.completions, ph, "mt completions == phases");
+    if (!cancel) EXPECT_EQ(ph, x.rounds, "mt phases");
+    EXPECT_EQ(abar_destroy(&x.bar), 0, "mt destroy after join");
+}
+
+/* ---- the sequential program ----------------------------------------------- */
+static void put_token(unsigned idx, struct rtok r, abar_token_t t)
+{
+    C.tok[idx % MAXTOK] = (struct slot){ r, t, 1 };
+    EXPECT_EQ(abar_token_error(t), r.err, "abar_token_error");
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct input in = { data, size };
+    memset(&C, 0, sizeof C);
+    if (do_init(&in, 1) != 0) {
+        /* a rejected init leaves zeroed memory: every call says EINVAL */
+        EXPECT_EQ(abar_token_error(abar_arrive(&C.bar)), EINVAL, "arrive on uninitialised");
+        return 0;
+    }
+    EXPECT_EQ(abar_init(&C.other, 2, NULL), 0, "init other");
+    C.other_tok = abar_arrive(&C.other);
+
+    unsigned steps = 0;
+    while (in.n > 0 && steps++ < 256) {
+        unsigned op = next_byte(&in), arg = next_byte(&in);
+        unsigned k = arg % MAXTOK;
+        struct rtok rt;
+        abar_token_t t;
+        int r, want;
+        switch (op % 16) {
+        case 0: case 1: /* arrive */
+            rt = ref_arrive(&C.m, 1, 0);
+            put_token(k, rt, abar_arrive(&C.bar));
+            if (!rt.err) EXPECT_EQ(C.tok[k].t.raw, rt.phase, "arrive token phase");
+            break;
+        case 2: /* arrive_n, n = 0..5 */
+            rt = ref_arrive(&C.m, arg % 6, 0);
+            put_token(k, rt, abar_arrive_n(&C.bar, arg % 6));
+            if (!rt.err) EXPECT_EQ(C.tok[k].t.raw, rt.phase, "arrive_n token phase");
+            break;
+        case 3: /* arrive_and_drop */
+            rt = ref_arrive(&C.m, 1, 1);
+            EXPECT_EQ(abar_arrive_and_drop(&C.bar), rt.err, "arrive_and_drop");
+            break;
+        case 4: /* current */
+            if (!C.m.live) rt = (struct rtok){ EINVAL, 0, 0 };
+            else if (C.m.cancelled) rt = (struct rtok){ ECANCELED, 0, 0 };
+            else rt = (struct rtok){ 0, C.m.phase, C.m.gen };
+            put_token(k, rt, abar_current(&C.bar));
+            break;
+        case 5: case 6: /* wait, only when it cannot block; else test */
+            if (!C.tok[k].used) break;
+            want = ref_judge(&C.m, C.tok[k].r);
+            r = want == EBUSY ? abar_test(&C.bar, C.tok[k].t) : abar_wait(&C.bar, C.tok[k].t);
+            EXPECT_EQ(r, want, want == EBUSY ? "test" : "wait");
+            break;
+        case 7: { /* wait_until: past deadline, malformed, NULL */
+            if (!C.tok[k].used) break;
+            want = ref_judge(&C.m, C.tok[k].r);
+            struct timespec ts = deadline_in(0);
+            int kind = (arg >> 4) % 4;
+            if (kind == 1) ts.tv_nsec = 1000000000;
+            if (kind == 2) ts.tv_nsec = -1;
+            r = abar_wait_until(&C.bar, C.tok[k].t, kind == 3 ? NULL : &ts);
+            if (kind != 0) want = EINVAL;
+            else if (want == EBUSY) want = ETIMEDOUT;
+            EXPECT_EQ(r, want, "wait_until");
+            break;
+        }
+        case 8: /* cancel */
+            EXPECT_EQ(abar_cancel(&C.bar), C.m.live ? 0 : EINVAL, "cancel");
+            if (C.m.live) C.m.cancelled = 1;
+            break;
+        case 9: /* forged tokens: a future phase, a random id, another barrier's */
+            if (!C.tok[k].used || C.tok[k].r.err) break;
+            t = C.tok[k].t;
+            t.raw = C.m.phase + 1 + arg % 3;
+            /* every case is EINVAL: a phase no arrive returned, a stale or
+             * foreign identity, or a dead barrier */
+            EXPECT_EQ(abar_test(&C.bar, t), EINVAL, "forged future token");
+            EXPECT_EQ(abar_wait(&C.bar, t), EINVAL, "forged future token (wait)");
+            t.id ^= 0x5a5a5a5a5a5a5a5aull | 1;
+            t.raw = 0;
+            EXPECT_EQ(abar_wait(&C.bar, t), EINVAL, "forged id");
+            EXPECT_EQ(abar_wait(&C.bar, C.other_tok), EINVAL, "another barrier's token");
+            break;
+        case 10: /* arrive_and_wait, when it cannot block */
+            if (C.m.live && !C.m.cancelled && !C.m.finished && C.m.pending != 1) break;
+            rt = ref_arrive(&C.m, 1, 0);
+            EXPECT_EQ(abar_arrive_and_wait(&C.bar), rt.err, "arrive_and_wait");
+            break;
+        case 11: /* destroy (nothing is inside: 0), maybe re-init at once */
+            EXPECT_EQ(abar_destroy(&C.bar), C.m.live ? 0 : EINVAL, "destroy");
+            C.m.live = 0;
+            if (arg & 1) do_init(&in, 0);
+            break;
+        case 12: /* init on a live barrier: bad arguments change nothing; good ones re-init */
+            do_init(&in, 0);
+            break;
+        case 13: /* the multi-threaded episode (on its own barrier) */
+            if (arg % 4 == 0) mt_episode(&in);
+            break;
+        case 14: /* test */
+            if (!C.tok[k].used) break;
+            EXPECT_EQ(abar_test(&C.bar, C.tok[k].t), ref_judge(&C.m, C.tok[k].r), "test");
+            break;
+        case 15: /* NULL barrier everywhere */
+            EXPECT_EQ(abar_token_error(abar_arrive(NULL)), EINVAL, "arrive(NULL)");
+            EXPECT_EQ(abar_wait(NULL, C.other_tok), EINVAL, "wait(NULL)");
+            EXPECT_EQ(abar_cancel(NULL), EINVAL, "cancel(NULL)");
+            EXPECT_EQ(abar_destroy(NULL), EINVAL, "destroy(NULL)");
+            EXPECT_EQ(abar_init(NULL, 1, NULL), EINVAL, "init(NULL)");
+            break;
+        }
+        check_state();
+    }
+    if (C.m.live) EXPECT_EQ(abar_destroy(&C.bar), 0, "final destroy");
+    EXPECT_EQ(abar_destroy(&C.other), 0, "destroy other");
+    return 0;
+}

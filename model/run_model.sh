@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# run_model.sh - check the Promela model of abar (model/abar.pml) with Spin.
+#
+#   model/run_model.sh [quick|full] [workdir]
+#
+# quick (the CTest test `model`, a few minutes): the configurations below,
+#   exhaustively, each must report "errors: 0" and a complete search; then
+#   each planted bug (MUTANT=1..6) and the unsafe usage SPLIT_FINAL=1 must be
+#   caught (errors > 0), so the check is known to be able to fail.
+# full: adds 3 workers x 3 phases with the canceller (tens of millions of
+#   states, several GB; see docs/reliability.md for the figures).
+#
+# Needs spin (Debian: apt-get install spin) and a C compiler (CC, default cc).
+# Exits non-zero, with a message, if either is missing: never skips as a pass.
+set -euo pipefail
+mode=${1:-quick}
+here=$(cd "$(dirname "$0")" && pwd)
+work=${2:-$(mktemp -d)}
+mkdir -p "$work"
+CC=${CC:-cc}
+MEMLIM=${ABAR_MODEL_MEMLIM:-6000}   # MB for the state store
+
+if ! command -v spin >/dev/null 2>&1; then
+  echo "FAIL: spin not found; install it (Debian: apt-get install spin)" >&2
+  exit 2
+fi
+if ! command -v "$CC" >/dev/null 2>&1; then
+  echo "FAIL: C compiler '$CC' not found" >&2
+  exit 2
+fi
+
+total_states=0
+fail=0
+
+# check NAME EXPECT SPIN-DEFINES...   EXPECT: ok (no error, full search) or bug
+check() {
+  local name=$1 expect=$2; shift 2
+  local d=$work/$name
+  rm -rf "$d"; mkdir -p "$d"; cp "$here/abar.pml" "$d/"
+  (cd "$d" && spin -a "$@" abar.pml >spin.log 2>&1) || { echo "FAIL $name: spin -a"; cat "$d/spin.log"; fail=1; return; }
+  (cd "$d" && "$CC" -w -O2 -DSAFETY -DCOLLAPSE -DMEMLIM="$MEMLIM" -o pan pan.c >cc.log 2>&1) ||
+    { echo "FAIL $name: compiling pan"; cat "$d/cc.log"; fail=1; return; }
+  local t0=$SECONDS
+  # -m: search depth; -c1: stop at the first error; -n: no unreached-code list
+  (cd "$d" && ./pan -m4000000 -c1 -n >pan.log 2>&1) || true
+  local log=$d/pan.log errs states
+  errs=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$log" | tail -1)
+  states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' "$log" | tail -1)
+  states=$(printf '%.0f' "${states:-0}")
+  local incomplete=""
+  grep -qE 'max search depth too small|reached -DMEMLIM bound|out of memory' "$log" && incomplete=1
+  if [ "$expect" = ok ]; then
+    if [ "${errs:-x}" = 0 ] && [ -z "$incomplete" ]; then
+      echo "ok   $name: $states states, no error ($((SECONDS - t0)) s) [$*]"
+      total_states=$((total_states + states))
+    else
+      echo "FAIL $name: errors=${errs:-?} incomplete=${incomplete:-0} [$*]"
+      grep -E 'assertion violated|invalid end state|error|MEMLIM|depth' "$log" | head -5
+      [ -f "$d/abar.pml.trail" ] && echo "  trail: (cd $d && spin -t -p $* abar.pml)"
+      fail=1
+    fi
+  else
+    if [ -n "${errs:-}" ] && [ "$errs" -gt 0 ]; then
+      echo "ok   $name: caught ($(grep -m1 -oE 'assertion violated.*|invalid end state.*' "$log")) [$*]"
+    else
+      echo "FAIL $name: the planted bug was NOT caught [$*]"
+      fail=1
+    fi
+  fi
+}
+
+# The C as it is (every configuration must pass).
+check fid-3x1          ok -DN=3 -DNPH=1 -DOBSERVER=0 -DCANCELLER=0
+check fid-2x2-cancel   ok -DN=2 -DNPH=2 -DOBSERVER=0
+check fid-2x2-pshared  ok -DN=2 -DNPH=2 -DOBSERVER=0 -DPSHARED=1
+# The snapshot, proven above (P2), taken as one step: more phases, observer,
+# signals (spurious futex returns).
+check atom-2x3-cancel   ok -DN=2 -DNPH=3 -DOBSERVER=0 -DATOMIC_SNAPSHOT=1
+check atom-2x1-observer ok -DN=2 -DNPH=1 -DATOMIC_SNAPSHOT=1
+check atom-2x2-signals  ok -DN=2 -DNPH=2 -DOBSERVER=0 -DSIGNALS=1 -DATOMIC_SNAPSHOT=1
+if [ "$mode" = full ]; then
+  check atom-3x3-cancel   ok -DN=3 -DNPH=3 -DOBSERVER=0 -DATOMIC_SNAPSHOT=1
+  check atom-3x2-observer ok -DN=3 -DNPH=2 -DATOMIC_SNAPSHOT=1
+  check fid-3x2           ok -DN=3 -DNPH=2 -DOBSERVER=0 -DCANCELLER=0
+  check fid-2x2-observer  ok -DN=2 -DNPH=2
+fi
+
+# The fixes proposed for findings F1 and F2 (docs/reliability.md), on the
+# same configurations: the rest of the protocol is right.  When the C takes
+# the fixes, make them the model's only code and drop these lines.
+FIX="-DFIX_ARRIVAL_PHASE=1 -DFIX_CANCEL_WAKE=1"
+check fixed-fid-3x1           ok $FIX -DN=3 -DNPH=1 -DOBSERVER=0 -DCANCELLER=0
+check fixed-fid-2x2-cancel    ok $FIX -DN=2 -DNPH=2 -DOBSERVER=0
+check fixed-fid-2x2-pshared   ok $FIX -DN=2 -DNPH=2 -DOBSERVER=0 -DPSHARED=1
+check fixed-atom-2x3-cancel   ok $FIX -DN=2 -DNPH=3 -DOBSERVER=0 -DATOMIC_SNAPSHOT=1
+check fixed-atom-2x1-observer ok $FIX -DN=2 -DNPH=1 -DATOMIC_SNAPSHOT=1
+check fixed-atom-2x2-signals  ok $FIX -DN=2 -DNPH=2 -DOBSERVER=0 -DSIGNALS=1 -DATOMIC_SNAPSHOT=1
+if [ "$mode" = full ]; then
+  check fixed-atom-3x3-cancel   ok $FIX -DN=3 -DNPH=3 -DOBSERVER=0 -DATOMIC_SNAPSHOT=1
+  check fixed-atom-3x2-observer ok $FIX -DN=3 -DNPH=2 -DATOMIC_SNAPSHOT=1
+  check fixed-fid-3x2           ok $FIX -DN=3 -DNPH=2 -DOBSERVER=0 -DCANCELLER=0
+  check fixed-fid-2x2-observer  ok $FIX -DN=2 -DNPH=2
+fi
+
+# The check must be able to fail: planted bugs (on top of the fixes).
+M="$FIX -DN=2 -DNPH=2 -DOBSERVER=0"
+check mutant1-phase-never-published bug $M -DMUTANT=1
+check mutant2-no-parked-flag        bug $M -DMUTANT=2
+check mutant3-completer-never-wakes bug $M -DMUTANT=3
+check mutant4-futex-store-not-add   bug $M -DMUTANT=4
+check mutant5-cancel-no-futex-bump  bug $M -DMUTANT=5 -DFIX_CANCEL_WAKE=0
+check mutant6-register-after-arrive bug $M -DMUTANT=6
+check split-final-wait-vs-destroy   bug $FIX -DN=2 -DNPH=1 -DOBSERVER=0 -DCANCELLER=0 -DSPLIT_FINAL=1
+
+echo "model: $total_states states explored in the passing configurations"
+[ "$fail" = 0 ] && echo "model: PASS" || echo "model: FAIL"
+exit "$fail"
