@@ -41,13 +41,12 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
     uint64_t s;
     int r;
 
-    /* Spin first (bounded in time), unless told to park at once.  When more
-     * threads wait than there are CPUs, spinning would steal the CPU from
-     * the threads we wait for: then each round yields it instead. */
+    /* Spin first (bounded in time), unless told to park at once.  When the
+     * barrier expects more threads than there are CPUs, spinning would steal
+     * the CPU from the threads we wait for: then each round yields it. */
     uint64_t budget = b->flags & ABAR_WAIT_PARK ? 0 : abar__spin_ns();
-    uint64_t s0 = atomic_load_explicit(&b->state, memory_order_relaxed);
-    bool oversubscribed = (int32_t)atomic_load_explicit(&b->expected, memory_order_relaxed) -
-                              st_pending(s0) > (int32_t)abar__ncpu(); /* arrived > CPUs */
+    bool oversubscribed =
+        atomic_load_explicit(&b->expected, memory_order_relaxed) > abar__ncpu();
     const uint64_t deadline =
         abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec : UINT64_MAX;
     uint64_t t0 = 0; /* read lazily: most waits end before the first clock read */
@@ -153,9 +152,7 @@ static int wait_registered(struct abar_impl *b, abar_token_t t, const struct tim
 {
     bool counted;
     if (!enter(b, &counted)) return EINVAL; /* destroyed: never sleep on it */
-    uint64_t s;
-    int r = look(b, t, &s); /* the phase may have completed before we registered */
-    if (pending_result(r)) r = block(b, t, abstime);
+    int r = block(b, t, abstime);
     leave(b, counted);
     return r;
 }
@@ -166,10 +163,19 @@ static int wait_common(abar_t *b, abar_token_t t, const struct timespec *abstime
     if (bi == NULL) return EINVAL;
     if (t.id == 0) return abar__token_err(t); /* the error the arrival reported */
     if (t.id != bi->ident) return EINVAL;     /* another barrier's, or before a re-init */
+    /* Completed already: decided on the release line alone.  acquire: pairs
+     * with the completer's release store of phase. */
+    if (t.raw < atomic_load_explicit(&bi->phase, memory_order_acquire)) return 0;
     uint64_t s;
-    int r = look(bi, t, &s);
-    if (mode == WAIT_TEST) return r == EDEADLK || pending_result(r) ? EBUSY : r; /* never blocks */
-    if (!pending_result(r)) return r;
+    if (mode == WAIT_TEST) {
+        int r = look(bi, t, &s);
+        return r == EDEADLK || pending_result(r) ? EBUSY : r; /* never blocks */
+    }
+    if (abar__completing) { /* rare: inside a completion, look for EDEADLK first */
+        int r = look(bi, t, &s);
+        if (!pending_result(r)) return r;
+    }
+    /* block() judges the token on its first look (forged, cancelled...). */
     return wait_registered(bi, t, abstime);
 }
 
