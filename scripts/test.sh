@@ -1,37 +1,74 @@
 #!/usr/bin/env bash
-# Builds and runs every test: gcc and clang, then ThreadSanitizer, then
-# AddressSanitizer + UBSan.  Installs its Debian packages first.
+# Builds and runs every test, and ends with the line "N passed, M failed":
+#   gcc   (with the CUDA layer compiled for sm_90a/sm_80 when nvcc is present,
+#          the MPI layer at 2 and 4 ranks, the benchmarks' self-check, the
+#          Promela model check and a short fuzz run)
+#   clang, ThreadSanitizer, AddressSanitizer + UBSan (the library and its tests)
+#   the install check (find_package and pkg-config against an installed copy)
+#   the aarch64 check (cross-built, run under qemu: weaker memory than x86)
+# Installs its Debian packages first (as root, or through sudo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 jobs=$(nproc)
 
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+pkgs="cmake make gcc g++ clang libclang-rt-dev pkg-config man-db libck-dev libomp-dev
+      openmpi-bin libopenmpi-dev spin qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross"
+if command -v apt-get >/dev/null; then
+  sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends cmake make gcc g++ clang libclang-rt-dev \
-    pkg-config >/dev/null
+  $sudo apt-get update -qq
+  # shellcheck disable=SC2086
+  $sudo apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
 fi
 
 total_pass=0; total_fail=0
+tally() { # name, passed, failed
+  echo "--- $1: $2 passed, $3 failed"
+  total_pass=$((total_pass + $2)); total_fail=$((total_fail + $3))
+}
+
 run_suite() { # name, cmake args...
   local name=$1; shift
-  local dir=$root/build-ci-$name
+  local dir=$root/build-ci-$name log
   echo "=== $name"
-  cmake -S "$root" -B "$dir" -DABAR_BUILD_BENCH=OFF "$@" >/dev/null
-  cmake --build "$dir" -j"$jobs" >/dev/null
-  local log=$dir/ctest.log
-  if (cd "$dir" && ctest --output-on-failure -j1 2>&1 | tee "$log"); then :; fi
+  if ! cmake -S "$root" -B "$dir" -DABAR_BUILD_BENCH=OFF "$@" >"$dir.configure.log" 2>&1 ||
+     ! cmake --build "$dir" -j"$jobs" >"$dir.build.log" 2>&1; then
+    tail -40 "$dir.configure.log" "$dir.build.log" 2>/dev/null || true
+    tally "$name (build)" 0 1
+    return
+  fi
+  log=$dir/ctest.log
+  (cd "$dir" && ctest --output-on-failure -j1 2>&1 | tee "$log") || true
   local p f
   p=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .* +Passed' "$log" || true)
   f=$(grep -cE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*(\*\*\*|Failed|Timeout|Not Run)' "$log" || true)
-  total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
+  tally "$name" "$p" "$f"
 }
 
-run_suite gcc   -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++
-run_suite clang -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++
-TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run_suite tsan  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DABAR_SANITIZE=thread
-run_suite asan  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DABAR_SANITIZE=address
+cuda=(-DABAR_WITH_CUDA=OFF)
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  cuda=(-DABAR_WITH_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc")
+fi
+host=(-DABAR_WITH_CUDA=OFF -DABAR_WITH_VERIFY=OFF)
+
+run_suite gcc   -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ "${cuda[@]}" \
+                -DABAR_WITH_MPI=ON -DABAR_BUILD_BENCH=ON
+run_suite clang -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${host[@]}"
+TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+run_suite tsan  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${host[@]}" -DABAR_SANITIZE=thread
+run_suite asan  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${host[@]}" -DABAR_SANITIZE=address
+
+echo "=== install check"
+if scripts/install_check.sh >"$root/build-ci-install.log" 2>&1; then tally install 1 0
+else tail -30 "$root/build-ci-install.log"; tally install 0 1; fi
+
+if [ -x scripts/aarch64_check.sh ]; then
+  echo "=== aarch64 (qemu)"
+  if scripts/aarch64_check.sh >"$root/build-ci-aarch64.log" 2>&1; then tally aarch64 1 0
+  else tail -30 "$root/build-ci-aarch64.log"; tally aarch64 0 1; fi
+fi
 
 echo
 echo "$total_pass passed, $total_fail failed"
