@@ -5,17 +5,15 @@
 
 _Thread_local const struct abar__frame *abar__completing;
 
-/* The full phase of an arrival whose RMW saw state s: the largest phase not
- * above (the `phase` word read just after it) + 1 with s's low bits.  Exact
- * unless 2^19 phases complete between two adjacent instructions; even then
- * the token names a later phase, so a wait on it is late, never early. */
-static inline uint64_t arrival_phase(struct abar_impl *b, uint64_t s)
+/* The full phase of an arrival whose RMW saw state s, from the `phase` word
+ * read just BEFORE the RMW (after it, a thread whose arrival did not complete
+ * the phase may not touch the barrier: the phase may complete and a released
+ * waiter free the memory).  phase ∈ {S-1, S} held at the RMW, and the read
+ * came earlier, so the phase is the first at or after it with s's low bits;
+ * exact unless 2^19 phases completed between the read and the RMW. */
+static inline uint64_t arrival_phase(uint64_t before, uint64_t s)
 {
-    /* acquire: pairs with the completers' release stores; phase >= S-1 here
-     * because the completer that opened phase S saw phase == S-1 before its
-     * release CAS, which our acq_rel RMW read. */
-    uint64_t top = atomic_load_explicit(&b->phase, memory_order_acquire) + 1;
-    return top - phase_lo(top - st_phase(s));
+    return before + phase_lo(st_phase(s) - before);
 }
 
 /* Counts n arrivals (one of them a drop if `drop`) in the current phase. */
@@ -23,7 +21,9 @@ static abar_token_t arrive(abar_t *b, uint32_t n, bool drop)
 {
     struct abar_impl *bi = abar__live(b);
     if (bi == NULL || n == 0 || n > ABAR_EXPECTED_MAX) return tok_error(EINVAL);
-    const uint64_t ident = bi->ident; /* read now: after a release we may not touch bi */
+    const uint64_t ident = bi->ident; /* read now: after our RMW we may not touch bi */
+    /* acquire: pairs with the completers' release stores of phase */
+    const uint64_t before = atomic_load_explicit(&bi->phase, memory_order_acquire);
     uint64_t s, ns;
     if (n == 1 && !drop) {
         /* The common case: one atomic subtraction counts the arrival.
@@ -51,8 +51,8 @@ static abar_token_t arrive(abar_t *b, uint32_t n, bool drop)
         } while (!atomic_compare_exchange_weak_explicit(&bi->state, &s, ns, memory_order_acq_rel,
                                                         memory_order_relaxed));
     }
-    uint64_t p = arrival_phase(bi, s);
-    if (st_pending(ns) == 0) abar__complete(bi, p, ns);
+    uint64_t p = arrival_phase(before, s);
+    if (st_pending(ns) == 0) abar__complete(bi, p, ns); /* the completer may: it owns the phase */
     return tok_make(p, ident);
 }
 

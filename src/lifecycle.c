@@ -103,8 +103,10 @@ int abar_cancel(abar_t *b)
     /* Change the futex word so a waiter about to sleep on it does not, then
      * wake the sleepers; both re-check the state and see CANCELLED. */
     atomic_fetch_add_explicit(&bi->futex, 0x80000000u, memory_order_release);
-    if (old & ST_PARKED)
-        abar__futex_wake_all(&bi->futex, bi->flags & ABAR_PSHARED);
+    /* Always wake: PARKED tells of sleepers of the open phase only, and a
+     * release may have just cleared it for sleepers it has not yet woken
+     * (found by the model, docs/reliability.md). */
+    abar__futex_wake_all(&bi->futex, bi->flags & ABAR_PSHARED);
     return 0;
 }
 
