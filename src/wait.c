@@ -67,7 +67,10 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
         if (i % 64 == 0 || oversubscribed) {
             uint64_t now = abar__now_ns();
             if (t0 == 0) t0 = now;
-            if (now >= deadline) return ETIMEDOUT;
+            if (now >= deadline) {
+                r = look(b, t, &s); /* a verdict the futex word cannot show (finished) */
+                return pending_result(r) ? ETIMEDOUT : r;
+            }
             if (now - t0 >= budget) {
                 if (!(b->flags & ABAR_WAIT_SPIN)) break;
                 /* A spinner past its budget never parks, but lets the CPU go
