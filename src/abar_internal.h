@@ -89,7 +89,8 @@ struct abar_impl {
     uint32_t flags;           /* ABAR_PSHARED | ABAR_WAIT_* */
     _Atomic uint32_t expected;/* this phase's expected count; only completers write it */
     char pad1[16];
-    /* line 2: waiters register here, away from the arrivals */
+    /* line 2: waiters of a process-shared barrier register here, away from
+     * the arrivals (those of a private one use hazard slots, hazard.c) */
     _Atomic uint32_t inside;  /* threads blocked in a wait: destroy is EBUSY while > 0 */
     char pad2[60];
 };
@@ -110,7 +111,7 @@ static inline abar_token_t tok_error(int err)
     return (abar_token_t){ .raw = (uint64_t)err, .id = 0 };
 }
 
-/* Returns true (and the impl) if b points at a live barrier. */
+/* The impl of b if b is a live barrier, else NULL. */
 static inline struct abar_impl *abar__live(abar_t *b)
 {
     if (b == NULL) return NULL;
