@@ -39,10 +39,11 @@
  * phase, which SPEC does not make safe against destroy: see reliability.md),
  * MUTANT (0: k>0 plants bug k, which the check must find; see run_model.sh),
  * ATOMIC_SNAPSHOT (0: 1 makes abar__snapshot one step, see there),
- * FIX_ARRIVAL_PHASE (0: 1 computes the token from `phase` read before the
- * arrival's RMW, the fix proposed for finding F1),
- * FIX_CANCEL_WAKE (0: 1 makes abar_cancel wake unconditionally, the fix
- * proposed for finding F2 in docs/reliability.md),
+ * FIX_ARRIVAL_PHASE (1, as arrive.c:25-26 since 8fb3cd8: the token from
+ * `phase` read before the arrival's RMW; 0: the code before, read after it,
+ * finding F1 in docs/reliability.md),
+ * FIX_CANCEL_WAKE (1, as lifecycle.c since 8fb3cd8: abar_cancel always
+ * wakes; 0: only when PARKED, finding F2),
  * NO_ONLY (0: 1 leaves out the plain arrive without a wait in the last
  * phase, whose access after its counted arrival is a known finding),
  * PSHARED (0: waiters announce themselves in hazard slots, hazard.c; 1: in
@@ -81,10 +82,10 @@
 #define PSHARED 0
 #endif
 #ifndef FIX_ARRIVAL_PHASE
-#define FIX_ARRIVAL_PHASE 0
+#define FIX_ARRIVAL_PHASE 1
 #endif
 #ifndef FIX_CANCEL_WAKE
-#define FIX_CANCEL_WAKE 0
+#define FIX_CANCEL_WAKE 1
 #endif
 #ifndef NO_ONLY
 #define NO_ONLY 0
@@ -231,43 +232,46 @@ inline futex_wait(res, val, tmd)
     od
 }
 
-/* block, wait.c:37-104: spin (unless PARK), then park.  Returns in r. */
+/* block, wait.c:37-106: spin (unless PARK), then park.  Returns in r. */
 inline block(tk, tmd)
 {
-    /* The spin loop, wait.c:54-79.  Its policy is a free choice each round:
+    /* The spin loop, wait.c:53-81.  Its policy is a free choice each round:
      * ABAR_WAIT_PARK skips it, the default leaves it when the budget is
      * spent (any round), ABAR_WAIT_SPIN never leaves it.  A round whose poll
-     * of the futex word (wait.c:59) finds it unchanged changes nothing but
+     * of the futex word (wait.c:58) finds it unchanged changes nothing but
      * the spinner's locals, so the model folds such rounds into one blocking
      * step that waits for the word to move: a spinner never released is a
      * deadlock Spin reports, not a silent cycle.  The i % 1024 look only
      * matters after 2^32 phases inside one wait (not reachable here). */
     do
-    :: atomic { ACCESS; futex != FUT(tk) } ->            /* wait.c:59 */
-       atomic { ACCESS; tmp = phase };                   /* wait.c:63 */
+    :: atomic { ACCESS; futex != FUT(tk) } ->            /* wait.c:58 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:62 */
        if
        :: tmp > tk -> r = 0; goto blockdone
        :: else -> skip
        fi;
-       look(r, tk);                                      /* wait.c:64 */
+       look(r, tk);                                      /* wait.c:63 */
        if :: !PENDING(r) -> goto blockdone :: else -> skip fi
-    :: tmd -> r = ETIMEDOUT; goto blockdone              /* wait.c:71 */
-    :: break                                             /* wait.c:47,73: park */
+    :: tmd ->                                            /* wait.c:70-73: deadline, one more look */
+       look(r, tk);
+       r = (PENDING(r) -> ETIMEDOUT : r);
+       goto blockdone
+    :: break                                             /* wait.c:47,75: park */
     od;
-    /* The park loop, wait.c:86-103. */
+    /* The park loop, wait.c:88-105. */
     do
-    :: look(r, tk);                                      /* wait.c:87 */
+    :: look(r, tk);                                      /* wait.c:89 */
        if :: !PENDING(r) -> goto blockdone :: else -> skip fi;
-       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:88 */
+       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:90 */
        if
-       :: r == EBUSY -> goto parkagain                   /* wait.c:89-92: yield */
+       :: r == EBUSY -> goto parkagain                   /* wait.c:91-94: yield */
        :: else -> skip
        fi;
 #if MUTANT == 2
        /* bug 2: sleep without announcing PARKED */
 #else
        if
-       :: !(s & PARKED) ->                               /* wait.c:95-98 */
+       :: !(s & PARKED) ->                               /* wait.c:97-100 */
           atomic {
               ACCESS;
               if
@@ -279,11 +283,11 @@ inline block(tk, tmd)
        :: else -> skip
        fi;
 #endif
-       futex_wait(r, FUT(tk), tmd);                      /* wait.c:99 */
+       futex_wait(r, FUT(tk), tmd);                      /* wait.c:101 */
        if
        :: r == ETIMEDOUT ->
-          look(r, tk);                                   /* wait.c:100 */
-          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:101 */
+          look(r, tk);                                   /* wait.c:102 */
+          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:103 */
           goto blockdone
        :: else -> skip
        fi;
@@ -294,22 +298,22 @@ blockdone:
     cur = 0; s = 0; ok = 0; tmp = 0
 }
 
-/* enter, wait.c:113-137: announce, then wait out a destroy's mark. */
+/* enter, wait.c:115-139: announce, then wait out a destroy's mark. */
 inline enter()
 {
 #if PSHARED
-    atomic { ACCESS; inside++ };                         /* wait.c:124 */
+    atomic { ACCESS; inside++ };                         /* wait.c:126 */
 #else
-    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:117, fence 120 */
+    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:119, fence 122 */
 #endif
     entered = 1;
     do
-    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:129 */
-    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:130: destroyed */
+    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:131 */
+    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:132: destroyed */
        entered = 0; break
     od;
     if
-    :: !entered ->                                       /* wait.c:131 leave */
+    :: !entered ->                                       /* wait.c:133 leave */
 #if PSHARED
        atomic { inside-- }
 #else
@@ -319,24 +323,23 @@ inline enter()
     fi
 }
 
-/* leave, wait.c:141-149: after it this thread touches the barrier no more. */
+/* leave, wait.c:143-151: after it this thread touches the barrier no more. */
 inline leave()
 {
 #if PSHARED
-    atomic { ACCESS; inside-- }                          /* wait.c:144 */
+    atomic { ACCESS; inside-- }                          /* wait.c:146 */
 #else
-    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:147 */
+    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:149 */
 #endif
 }
 
-/* wait_registered, wait.c:152-161 (the caller did wait_common's first look,
- * wait.c:170-172, and found a pending result). */
+/* wait_registered, wait.c:154-161 (the caller, wait_common, found the token
+ * not yet complete on the release line, wait.c:169-171). */
 inline wait_registered(tk, tmd)
 {
-    enter();                                             /* wait.c:155 */
+    enter();                                             /* wait.c:157 */
     assert(entered);                                     /* no destroy races these waits */
-    look(r, tk);                                         /* wait.c:157 */
-    if :: PENDING(r) -> block(tk, tmd) :: else -> skip fi; /* wait.c:158 */
+    block(tk, tmd);                                      /* wait.c:158 */
     leave()                                              /* wait.c:159 */
 }
 
@@ -367,6 +370,9 @@ inline complete(p, ns)
     :: else -> skip
     fi;
     atomic { ACCESS; phase == p };                       /* arrive.c:83: publish in order */
+#if MUTANT == 1
+    atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* bug 1: release before the state CAS */
+#endif
     atomic { ACCESS; cur_s = state };                    /* arrive.c:84 */
     do                                                   /* arrive.c:91-100 */
     :: atomic {
@@ -390,9 +396,7 @@ inline complete(p, ns)
 #else
     atomic { ACCESS; futex = (futex + 1) & 255 };        /* arrive.c:107 */
 #endif
-#if MUTANT == 1
-    /* bug 1: forget to publish the phase */
-#else
+#if MUTANT != 1
     atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* arrive.c:108: the last access */
 #endif
 #if MUTANT == 3
@@ -410,7 +414,7 @@ inline complete(p, ns)
 inline arrive(n, drp)
 {
 #if FIX_ARRIVAL_PHASE
-    atomic { ACCESS; tmp = phase };                      /* proposed fix F1: read before the RMW */
+    atomic { ACCESS; tmp = phase };                      /* arrive.c:26: before the RMW */
 #endif
     if
     :: (n) == 1 && !(drp) ->                             /* arrive.c:28 */
@@ -453,10 +457,10 @@ inline arrive(n, drp)
     if
     :: r == 0 ->
 #if FIX_ARRIVAL_PHASE
-       tp = tmp + ((STPH(s) - tmp) & PMASK);             /* no access after the RMW */
+       tp = tmp + ((STPH(s) - tmp) & PMASK);             /* arrive.c:14-17: no access after the RMW */
        assert(tp == gph);
 #else
-       atomic {                                          /* arrive.c:54, 17-18 arrival_phase */
+       atomic {                                          /* before 8fb3cd8: arrival_phase read phase here */
            ACCESS; tmp = phase + 1;
            tp = tmp - ((tmp - STPH(s)) & PMASK);
            assert(tp == gph)                             /* P2: the token names the phase counted in */
@@ -472,7 +476,7 @@ inline arrive(n, drp)
     ns = 0; s = 0; ok = 0
 }
 
-/* abar_cancel, lifecycle.c:96-109 */
+/* abar_cancel, lifecycle.c:96-111 */
 inline cancel()
 {
     atomic { ACCESS; old = state; state = state | CANC; gcancel = 1 }; /* lifecycle.c:101 */
@@ -483,7 +487,7 @@ inline cancel()
        atomic { ACCESS; futex = (futex + FUT_BUMP) & 255 }; /* lifecycle.c:105 */
 #endif
        if
-       :: (old & PARKED) || FIX_CANCEL_WAKE -> futex_wake_all() /* lifecycle.c:106-107 */
+       :: (old & PARKED) || FIX_CANCEL_WAKE -> futex_wake_all() /* lifecycle.c:109 (before 8fb3cd8: only if PARKED) */
        :: else -> skip
        fi
     fi
@@ -556,11 +560,11 @@ active [N] proctype worker()
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
        if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:206 */
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:215 */
        :: else -> skip
        fi;
 #endif
-       arrive(1, op == OP_DROP);                         /* wait.c:207 / arrive.c:112,118 */
+       arrive(1, op == OP_DROP);                         /* wait.c:216 / arrive.c:112,118 */
 #if MUTANT == 6
        if :: op == OP_AW -> enter() :: else -> skip fi;
 #endif
@@ -571,14 +575,14 @@ active [N] proctype worker()
        timed = (op == OP_TIMED);
        if
        :: r == 0 && op == OP_AW ->
-          block(tp, 0);                                  /* wait.c:208 */
+          block(tp, 0);                                  /* wait.c:217 */
           check_wait(tp, r, 0)
        :: r == 0 && (op == OP_SPLIT || op == OP_TIMED) ->
-          do                                             /* wait.c:163-174 */
-          :: look(r, tp);                                /* wait.c:170 */
+          do                                             /* wait.c:163-183 */
+          :: atomic { ACCESS; tmp = phase };             /* wait.c:171 */
              if
-             :: PENDING(r) -> wait_registered(tp, timed) /* wait.c:173 */
-             :: else -> skip
+             :: tp < tmp -> r = 0; tmp = 0
+             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:182 */
              fi;
              check_wait(tp, r, timed);
              if
@@ -589,7 +593,7 @@ active [N] proctype worker()
        :: else -> skip
        fi;
        if
-       :: op == OP_AW -> leave()                         /* wait.c:209 */
+       :: op == OP_AW -> leave()                         /* wait.c:218 */
        :: else -> skip
        fi;
        if
@@ -634,7 +638,7 @@ active proctype canceller()
 #endif
 
 #if OBSERVER
-/* A non-participant: abar_current, then abar_wait (wait.c:188-196, 163-174). */
+/* A non-participant: abar_current, then abar_wait (wait.c:197-205, 163-183). */
 active proctype observer()
 {
     byte tp, cur, ph1, ph2, gsr, tmp, i;
@@ -642,17 +646,17 @@ active proctype observer()
     byte r;
     bool ok, entered;
 
-    snapshot(cur, s);                                    /* wait.c:193 */
+    snapshot(cur, s);                                    /* wait.c:202 */
     if
-    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:194 */
-    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:195 */
+    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:203 */
+    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:204 */
     fi;
     if
     :: r == 0 && tp < NPH ->
-       look(r, tp);                                      /* wait.c:170 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:171 */
        if
-       :: PENDING(r) -> wait_registered(tp, 0)
-       :: else -> skip
+       :: tp < tmp -> r = 0; tmp = 0
+       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:182 */
        fi;
        check_wait(tp, r, 0)
     :: else -> skip
