@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 static struct timespec in_ns(long ns)
@@ -115,8 +116,9 @@ TEST(pthread_cancel_outside_abar)
     CHECK_EQ(pthread_create(&th, NULL, cancellable_worker, &c), 0);
     for (int i = 0; i < 200; i++) CHECK_EQ(abar_arrive_and_wait(&b), 0);
     CHECK_EQ(pthread_cancel(th), 0);
+    /* it may be blocked in abar (not a cancellation point) until we arrive */
     void *ret;
-    CHECK_EQ(pthread_join(th, &ret), 0);
+    while (pthread_tryjoin_np(th, &ret) == EBUSY) CHECK_EQ(abar_arrive_and_wait(&b), 0);
     CHECK(ret == PTHREAD_CANCELED);
     /* its cleanup dropped it: we are alone now (or it dropped in our phase) */
     uint64_t ph = abar_phase(&b);
@@ -294,16 +296,19 @@ TEST(pshared_process_dies_mid_phase)
         if (victim == 0) {
             atomic_store(&m->data[1], 11);
             if (abar_arrive_and_wait(&m->bar) != 0) _exit(3);          /* phase 0 */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);                       /* never outlive the test */
             if (mode >= 1) {
                 abar_token_t t = abar_arrive(&m->bar);               /* phase 1 */
-                if (mode == 2) abar_wait(&m->bar, t);
+                atomic_store(&m->ready, 1);
+                if (mode == 2) abar_wait(&m->bar, t);               /* killed in here */
             }
             atomic_store(&m->ready, 1);
-            for (;;) pause();                                       /* killed here */
+            for (;;) pause();                                       /* or here */
         }
         pid_t survivor = fork();
         CHECK(survivor >= 0);
         if (survivor == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
             atomic_store(&m->data[2], 22);
             if (abar_arrive_and_wait(&m->bar) != 0) _exit(3);
             abar_token_t t = abar_arrive(&m->bar);
