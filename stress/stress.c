@@ -45,7 +45,9 @@ static uint64_t cancel_phase;
 static unsigned cancel_thread;
 
 static _Atomic uint64_t arrivals[4];       /* arrivals made, by phase mod 4 */
-static uint64_t completed;                 /* written by the completion only */
+static _Atomic uint64_t completed;         /* written by the completion only; atomic: a
+                                            * pair-phase waiter (it does not arrive) reads
+                                            * it while the next completion may write it */
 static int payload[4][MAXT];              /* by phase mod 4: a thread is at most 2 phases ahead */
 static _Atomic int failed;
 static _Atomic uint64_t progress;          /* for the watchdog */
