@@ -10,31 +10,35 @@
 #define KNOWN_FLAGS (ABAR_PSHARED | ABAR_WAIT_SPIN | ABAR_WAIT_PARK)
 
 /* A fresh identity for every init, so tokens of another barrier, or of this
- * memory before a destroy and re-init, are told apart (and a forged token is
- * accepted with probability 2^-64).  Mixes a process-wide counter, the pid,
- * the clock and the address through splitmix64; never 0 (0 marks an invalid
- * token). */
-static _Atomic uint64_t ident_pid; /* getpid() is a system call: cached, reset at fork */
+ * memory before a destroy and re-init, are told apart.  Within a process the
+ * identities are distinct by construction: a counter, offset by a per-process
+ * seed (pid, clock, address; new after fork), through splitmix64's finaliser,
+ * a bijection.  Across processes (shared barriers) and for forged tokens a
+ * collision has probability 2^-64.  Never 0 (0 marks an invalid token). */
+static _Atomic uint64_t ident_seed; /* 0: not yet drawn in this process */
 
-static void ident_forked(void) { atomic_store_explicit(&ident_pid, 0, memory_order_relaxed); }
+static void ident_forked(void) { atomic_store_explicit(&ident_seed, 0, memory_order_relaxed); }
 
 __attribute__((constructor)) static void ident_setup(void) { pthread_atfork(NULL, NULL, ident_forked); }
+
+static uint64_t mix64(uint64_t x)
+{
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
+    return x ^ (x >> 31);
+}
 
 static uint64_t new_ident(const void *addr)
 {
     static _Atomic uint64_t counter;
-    /* relaxed: only uniqueness matters */
-    uint64_t pid = atomic_load_explicit(&ident_pid, memory_order_relaxed);
-    if (pid == 0) {
-        pid = (uint64_t)getpid();
-        atomic_store_explicit(&ident_pid, pid, memory_order_relaxed);
+    /* relaxed: only the values matter (a racy first draw of the seed by two
+     * threads picks one of two seeds; the counter still keeps them apart) */
+    uint64_t seed = atomic_load_explicit(&ident_seed, memory_order_relaxed);
+    if (seed == 0) {
+        seed = mix64((uint64_t)getpid() << 32 ^ abar__now_ns() ^ (uint64_t)(uintptr_t)addr) | 1;
+        atomic_store_explicit(&ident_seed, seed, memory_order_relaxed);
     }
-    uint64_t x = atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed);
-    x ^= pid << 40 ^ abar__now_ns() ^ (uint64_t)(uintptr_t)addr;
-    x += 0x9e3779b97f4a7c15u;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9u;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebu;
-    x ^= x >> 31;
+    uint64_t x = mix64(seed + 0x9e3779b97f4a7c15u * atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed));
     return x ? x : 1;
 }
 
