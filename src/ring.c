@@ -336,96 +336,86 @@ int abar_ring_consumer_start(abar_ring_t *ring, abar_ring_pos_t *pos)
 
 /* ---- the four steps ------------------------------------------------------ */
 
-static int acquire(abar_ring_t *ring, abar_ring_pos_t *pos, int mode, const struct timespec *abstime)
+/* producer_acquire and consumer_wait: wait until the slot may be taken, then
+ * hold it.  A producer at lap n needs ready[k] past phase n-1 (it starts one
+ * phase ahead, so its first lap passes at once); a consumer at lap n needs
+ * filled[k] past phase n. */
+static int take(abar_ring_t *ring, abar_ring_pos_t *pos, unsigned side, int mode,
+                const struct timespec *abstime)
 {
     struct ring_impl *ri = live(ring);
-    if (ri == NULL || !pos_ok(ri, pos, POS_PRODUCER)) return EINVAL;
-    if (pos->_state & POS_HOLD) return EPERM;             /* acquired already: commit first */
+    if (ri == NULL || !pos_ok(ri, pos, side)) return EINVAL;
+    if (pos->_state & POS_HOLD) return EPERM;             /* taken already: give it first */
     if (cancelled(ri)) return ECANCELED;
-    /* Lap 0: the producer is one phase ahead, ready's phase "-1" is complete. */
-    int r = pos->phase == 0 ? 0
-                            : wait_phase(ri, ready(ri, pos->index), pos->phase, mode, abstime,
-                                         pos->_shard);
+    const bool producer = side == POS_PRODUCER;
+    abar_t *b = producer ? ready(ri, pos->index) : filled(ri, pos->index);
+    int r = wait_phase(ri, b, pos->phase + !producer, mode, abstime, pos->_shard);
     if (r == 0) pos->_state |= POS_HOLD;
+    return r;
+}
+
+/* producer_commit and consumer_release: signal the other side, no wait. */
+static int give(abar_ring_t *ring, abar_ring_pos_t *pos, unsigned side)
+{
+    struct ring_impl *ri = live(ring);
+    if (ri == NULL || !pos_ok(ri, pos, side)) return EINVAL;
+    if (!(pos->_state & POS_HOLD)) return EPERM;          /* not taken, or given twice */
+    if (cancelled(ri)) return ECANCELED;
+    abar_t *b = side == POS_PRODUCER ? filled(ri, pos->index) : ready(ri, pos->index);
+    /* In step: a held position at lap n finds its barrier in phase n (it
+     * cannot complete without this arrival).  Else the position is a stale
+     * copy: refuse it rather than count an arrival in a later phase. */
+    if (abar_phase(b) != pos->phase) return EINVAL;
+    /* The core arrive is a release: a producer's writes to the slot reach
+     * every consumer whose wait sees filled's phase complete; a consumer's
+     * reads happen before the producer that sees ready's phase overwrites it. */
+    int r = abar_token_error(abar_arrive(b));
+    if (r == 0) advance(ri, pos);
     return r;
 }
 
 int abar_ring_producer_acquire(abar_ring_t *ring, abar_ring_pos_t *pos)
 {
-    return acquire(ring, pos, MODE_WAIT, NULL);
+    return take(ring, pos, POS_PRODUCER, MODE_WAIT, NULL);
 }
 
 int abar_ring_producer_try_acquire(abar_ring_t *ring, abar_ring_pos_t *pos)
 {
-    return acquire(ring, pos, MODE_TRY, NULL);
+    return take(ring, pos, POS_PRODUCER, MODE_TRY, NULL);
 }
 
 int abar_ring_producer_acquire_until(abar_ring_t *ring, abar_ring_pos_t *pos,
                                      const struct timespec *abstime)
 {
     if (bad_time(abstime)) return EINVAL;
-    return acquire(ring, pos, MODE_WAIT, abstime);
+    return take(ring, pos, POS_PRODUCER, MODE_WAIT, abstime);
 }
 
 int abar_ring_producer_commit(abar_ring_t *ring, abar_ring_pos_t *pos)
 {
-    struct ring_impl *ri = live(ring);
-    if (ri == NULL || !pos_ok(ri, pos, POS_PRODUCER)) return EINVAL;
-    if (!(pos->_state & POS_HOLD)) return EPERM;          /* not acquired */
-    if (cancelled(ri)) return ECANCELED;
-    abar_t *b = filled(ri, pos->index);
-    /* In step: a held position at lap n finds filled[k] in phase n (it cannot
-     * complete without this arrival).  Else the position is a stale copy:
-     * refuse it rather than count an arrival in a later phase. */
-    if (abar_phase(b) != pos->phase) return EINVAL;
-    /* The core arrive is a release: the slot's contents reach every consumer
-     * whose wait sees the phase complete.  It never waits. */
-    int r = abar_token_error(abar_arrive(b));
-    if (r == 0) advance(ri, pos);
-    return r;
-}
-
-static int cwait(abar_ring_t *ring, abar_ring_pos_t *pos, int mode, const struct timespec *abstime)
-{
-    struct ring_impl *ri = live(ring);
-    if (ri == NULL || !pos_ok(ri, pos, POS_CONSUMER)) return EINVAL;
-    if (pos->_state & POS_HOLD) return EPERM;             /* waited already: release first */
-    if (cancelled(ri)) return ECANCELED;
-    int r = wait_phase(ri, filled(ri, pos->index), pos->phase + 1, mode, abstime, pos->_shard);
-    if (r == 0) pos->_state |= POS_HOLD;
-    return r;
+    return give(ring, pos, POS_PRODUCER);
 }
 
 int abar_ring_consumer_wait(abar_ring_t *ring, abar_ring_pos_t *pos)
 {
-    return cwait(ring, pos, MODE_WAIT, NULL);
+    return take(ring, pos, POS_CONSUMER, MODE_WAIT, NULL);
 }
 
 int abar_ring_consumer_try_wait(abar_ring_t *ring, abar_ring_pos_t *pos)
 {
-    return cwait(ring, pos, MODE_TRY, NULL);
+    return take(ring, pos, POS_CONSUMER, MODE_TRY, NULL);
 }
 
 int abar_ring_consumer_wait_until(abar_ring_t *ring, abar_ring_pos_t *pos,
                                   const struct timespec *abstime)
 {
     if (bad_time(abstime)) return EINVAL;
-    return cwait(ring, pos, MODE_WAIT, abstime);
+    return take(ring, pos, POS_CONSUMER, MODE_WAIT, abstime);
 }
 
 int abar_ring_consumer_release(abar_ring_t *ring, abar_ring_pos_t *pos)
 {
-    struct ring_impl *ri = live(ring);
-    if (ri == NULL || !pos_ok(ri, pos, POS_CONSUMER)) return EINVAL;
-    if (!(pos->_state & POS_HOLD)) return EPERM;          /* not waited, or released twice */
-    if (cancelled(ri)) return ECANCELED;
-    abar_t *b = ready(ri, pos->index);
-    if (abar_phase(b) != pos->phase) return EINVAL;       /* a stale copy, as in commit */
-    /* Release arrive: this consumer's reads of the slot happen before the
-     * producer that sees ready's phase complete overwrites it. */
-    int r = abar_token_error(abar_arrive(b));
-    if (r == 0) advance(ri, pos);
-    return r;
+    return give(ring, pos, POS_CONSUMER);
 }
 
 /* ---- control ----------------------------------------------------------------- */
