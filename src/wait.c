@@ -37,6 +37,7 @@ static inline bool pending_result(int r) { return r == EBUSY || r == OPEN; }
 static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abstime)
 {
     const bool pshared = b->flags & ABAR_PSHARED;
+    struct abar__release *rw = rel(b);
     const uint32_t want = (uint32_t)t.raw;
     uint64_t s;
     int r;
@@ -51,15 +52,16 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
         abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec : UINT64_MAX;
     uint64_t t0 = 0; /* read lazily: most waits end before the first clock read */
     for (unsigned i = 1; budget || (b->flags & ABAR_WAIT_SPIN); i++) {
-        /* Poll the futex word: only a release (or a cancel) changes it, and
-         * it shares no line with the arrivals.  acquire: pairs with the
-         * completer's release add.  A full look settles what it means, and
-         * now and then catches what the word cannot show (a 2^32 wrap). */
-        if (atomic_load_explicit(&b->futex, memory_order_acquire) != want || i % 1024 == 0) {
-            /* The usual news: our phase is released.  Decided on this line
-             * alone (the arrivals of the next phase are busy with `state`).
-             * acquire: pairs with the completer's release store of phase. */
-            if (atomic_load_explicit(&b->phase, memory_order_acquire) > t.raw) return 0;
+        /* Poll the futex word: only a release (or a cancel) changes it (and,
+         * but for a small barrier's, it shares no line with the arrivals).
+         * acquire: pairs with the completer's release add.  A full look
+         * settles what it means, and now and then catches what the word
+         * cannot show (a 2^32 wrap). */
+        if (atomic_load_explicit(&rw->futex, memory_order_acquire) != want || i % 1024 == 0) {
+            /* The usual news: our phase is released, decided on the release
+             * words alone.  acquire: pairs with the completer's release
+             * store of phase. */
+            if (atomic_load_explicit(&rw->phase, memory_order_acquire) > t.raw) return 0;
             if (!pending_result(r = look(b, t, &s))) return r;
         }
         if (oversubscribed) sched_yield();
@@ -98,7 +100,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
             !atomic_compare_exchange_weak_explicit(&b->state, &s, s | ST_PARKED,
                                                    memory_order_acq_rel, memory_order_acquire))
             continue;
-        if (abar__futex_wait(&b->futex, want, pshared, abstime) == ETIMEDOUT) {
+        if (abar__futex_wait(&rw->futex, want, pshared, abstime) == ETIMEDOUT) {
             r = look(b, t, &s);
             return pending_result(r) ? ETIMEDOUT : r;
         }
@@ -168,7 +170,7 @@ static int wait_common(abar_t *b, abar_token_t t, const struct timespec *abstime
     if (t.id != bi->ident) return EINVAL;     /* another barrier's, or before a re-init */
     /* Completed already: decided on the release line alone.  acquire: pairs
      * with the completer's release store of phase. */
-    if (t.raw < atomic_load_explicit(&bi->phase, memory_order_acquire)) return 0;
+    if (t.raw < atomic_load_explicit(&rel(bi)->phase, memory_order_acquire)) return 0;
     uint64_t s;
     if (mode == WAIT_TEST) {
         int r = look(bi, t, &s);

@@ -16,6 +16,9 @@
  * 200000 and 1200), whichever comes first, decided in the completion so every
  * thread leaves after the same phase; the observers are then released by
  * abar_cancel.  Anything broken is printed with the phase, thread and values.
+ * Under an emulator ABAR_TEST_SLOW=S (harness.h) multiplies every wall time
+ * here (the default run time, the refusal and cancel runs, the long timed
+ * wait) by S; the minimum number of phases a case must run does not change.
  */
 #include "harness.h"
 #include "abar_internal.h"
@@ -137,9 +140,10 @@ static int wait_some_way(abar_token_t t, unsigned how, int me, long r)
         break;
     }
     default: { /* a long timed wait that must be released, not time out */
-        struct timespec ts = ts_in(10 * 1000000000LL);
+        struct timespec ts = ts_in(10 * 1000000000LL * harness_slow());
         rc = abar_wait_until(&bar, t, &ts);
-        if (rc == ETIMEDOUT) FAILF("round %ld, thread %d: a 10 s timed wait timed out", r, me);
+        if (rc == ETIMEDOUT)
+            FAILF("round %ld, thread %d: a %d s timed wait timed out", r, me, 10 * harness_slow());
     }
     }
     return rc;
@@ -247,7 +251,7 @@ static void run(int threads, unsigned flags, uint64_t start)
     T = threads;
     start_phase = start;
     max_phases = env_long("ABAR_STRESS_PHASES", 200000);
-    deadline_ns = now_ns() + (uint64_t)env_long("ABAR_STRESS_MS", 1200) * 1000000u;
+    deadline_ns = now_ns() + (uint64_t)env_long("ABAR_STRESS_MS", 1200L * harness_slow()) * 1000000u;
     atomic_store(&counter, 0);
     atomic_store(&completions, 0);
     atomic_store(&stop, 0);
@@ -396,12 +400,13 @@ static void rcompletion(void *arg)
               "another phase was counted in this one; state: phase bits %llu, pending %d, "
               "drops %u; phase word %llu; rogue attempts so far %ld)", r, c, (long)RT * (r + 1),
               (unsigned long long)st_phase(st), (int)st_pending(st), st_drops(st),
-              (unsigned long long)atomic_load(&bi->phase), atomic_load(&rrefused));
+              (unsigned long long)atomic_load(&rel(bi)->phase), atomic_load(&rrefused));
     }
     long seq = atomic_fetch_add(&rseq, 1) + 1;
     uint64_t t0 = now_ns();
     while (atomic_load(&racks) < ROGUES * seq) {
-        if (now_ns() - t0 > 5000000000u) FAILF("phase %ld: rogues never tried", r);
+        if (now_ns() - t0 > 5000000000u * (uint64_t)harness_slow())
+            FAILF("phase %ld: rogues never tried", r);
         sched_yield();
     }
     if (r + 1 >= 20000 || now_ns() >= rdeadline) atomic_store(&rstop, 1);
@@ -448,7 +453,7 @@ TEST(stress_refused_arrivals_during_completion)
         atomic_store(&racks, 0);
         atomic_store(&rstop, 0);
         atomic_store(&rrefused, 0);
-        rdeadline = now_ns() + 400000000u;
+        rdeadline = now_ns() + 400000000u * (uint64_t)harness_slow();
         abar_attr_t at = { rcompletion, NULL, pol[pi] };
         CHECK_EQ(abar_init(&rbar, RT, &at), 0);
         pthread_t ro[ROGUES], th[RT];
@@ -528,7 +533,7 @@ TEST(stress_cancelled_barrier_refusals_and_waits)
         for (int i = 0; i < 3; i++) pthread_create(&w[i], NULL, cwaiter, (void *)(intptr_t)i);
         for (int i = 0; i < 2; i++) pthread_create(&h[i], NULL, chammer, NULL);
         uint64_t t0 = now_ns();
-        while (now_ns() - t0 < 250000000u) sched_yield();
+        while (now_ns() - t0 < 250000000u * (uint64_t)harness_slow()) sched_yield();
         atomic_store(&cstop, 1);
         for (int i = 0; i < 2; i++) pthread_join(h[i], NULL);
         for (int i = 0; i < 3; i++) pthread_join(w[i], NULL);
