@@ -7,7 +7,18 @@
  *
  * `prog` runs every case; `prog name...` runs the named ones; `prog --list`
  * lists them.  ABAR_TEST_TIMEOUT (seconds, default 20) sets the limit.
- * Ends with the line "N passed, M failed".
+ * Ends with the line "N passed, M failed", or "N passed, M failed, K not run"
+ * when K > 0 cases were not run (SKIP_IF below); a case not run is never
+ * counted as passed.
+ *
+ * Running under an emulator (scripts/aarch64_check.sh sets these):
+ *   ABAR_TEST_SLOW=S       the target runs about S times slower than native:
+ *                          harness_slow() returns S (default 1), and cases
+ *                          that run for a wall time scale that time by it,
+ *                          so they still reach their minimum amount of work.
+ *   ABAR_TEST_QEMU_USER=1  running under qemu-user (harness_qemu_user()).
+ *   SKIP_IF(cond, "why")   inside a case: if cond, the case stops, is printed
+ *                          "SKIP name  not run: why" and counted as not run.
  */
 #ifndef ABAR_TEST_HARNESS_H
 #define ABAR_TEST_HARNESS_H
@@ -17,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,6 +48,34 @@ static int harness_ncases;
                 (struct harness_case){#name, test_##name};                 \
     }                                                                      \
     static void test_##name(void)
+
+/* Where a case that is not run leaves its reason (a shared page, so a stray
+ * exit status alone can never make a case count as not run). */
+enum { HARNESS_SKIP_STATUS = 77, HARNESS_SKIP_LEN = 200 };
+static char *harness_skip_why;
+
+__attribute__((unused)) static int harness_slow(void)
+{
+    const char *e = getenv("ABAR_TEST_SLOW");
+    int s = e && *e ? atoi(e) : 1;
+    return s >= 1 ? s : 1;
+}
+
+__attribute__((unused)) static int harness_qemu_user(void)
+{
+    const char *e = getenv("ABAR_TEST_QEMU_USER");
+    return e && *e && strcmp(e, "0") != 0;
+}
+
+#define SKIP_IF(cond, why)                                                 \
+    do {                                                                   \
+        if ((cond) && harness_skip_why != NULL) {                          \
+            snprintf(harness_skip_why, HARNESS_SKIP_LEN, "%s", (why));     \
+            fflush(stdout);                                                \
+            fflush(stderr);                                                \
+            _exit(HARNESS_SKIP_STATUS);                                    \
+        }                                                                  \
+    } while (0)
 
 #define CHECK(cond)                                                        \
     do {                                                                   \
@@ -65,10 +105,12 @@ static double harness_now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Runs one case in a child; returns 1 if it passed. */
+/* Runs one case in a child; returns 1 if it passed, -1 if it was not run
+ * (SKIP_IF), 0 if it failed. */
 static int harness_run_one(const struct harness_case *c, int timeout_s)
 {
     double t0 = harness_now();
+    if (harness_skip_why != NULL) harness_skip_why[0] = '\0';
     fflush(stdout);
     pid_t pid = fork();
     if (pid < 0) { perror("fork"); return 0; }
@@ -81,6 +123,12 @@ static int harness_run_one(const struct harness_case *c, int timeout_s)
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
     double dt = harness_now() - t0;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == HARNESS_SKIP_STATUS && harness_skip_why != NULL &&
+        harness_skip_why[0] != '\0') {
+        harness_skip_why[HARNESS_SKIP_LEN - 1] = '\0';
+        printf("SKIP %-40s not run: %s\n", c->name, harness_skip_why);
+        return -1;
+    }
     if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
         printf("PASS %-40s %7.3f s\n", c->name, dt);
         return 1;
@@ -104,16 +152,21 @@ static int harness_main(int argc, char **argv)
         for (int i = 0; i < harness_ncases; i++) puts(harness_cases[i].name);
         return 0;
     }
-    int passed = 0, failed = 0;
+    void *page = mmap(NULL, HARNESS_SKIP_LEN, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    harness_skip_why = page == MAP_FAILED ? NULL : (char *)page;
+    int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < harness_ncases; i++) {
         int wanted = argc <= 1;
         for (int a = 1; a < argc && !wanted; a++)
             wanted = strcmp(argv[a], harness_cases[i].name) == 0;
         if (!wanted) continue;
-        if (harness_run_one(&harness_cases[i], timeout_s)) passed++;
+        int r = harness_run_one(&harness_cases[i], timeout_s);
+        if (r > 0) passed++;
+        else if (r < 0) skipped++;
         else failed++;
     }
-    printf("%d passed, %d failed\n", passed, failed);
+    if (skipped) printf("%d passed, %d failed, %d not run\n", passed, failed, skipped);
+    else printf("%d passed, %d failed\n", passed, failed);
     return failed == 0 && passed > 0 ? 0 : 1;
 }
 
