@@ -77,8 +77,8 @@ static inline bool st_completing(uint64_t s)
  * release CAS on `state`) and waiters watch. */
 struct abar__release {
     _Atomic uint64_t phase;   /* completed phases: S-1 or S */
-    _Atomic uint32_t futex;   /* low 32 bits of the released phase (+ cancel's bump):
-                                 waiters spin on it and park on it */
+    _Atomic uint32_t futex;   /* what sleepers sleep on: bit 31 set by a cancel,
+                                 the rest counts the releases that woke sleepers */
     uint32_t unused;
 };
 
@@ -89,7 +89,8 @@ struct abar__release {
  * costs one transfer a phase where two lines cost two or three.  With many,
  * waiters polling the arrivals' line would be invalidated by every arrival
  * (O(T^2) traffic): they watch a line only the completer writes. */
-#define ABAR__NEAR 0x100u /* internal flag: the release words are `near` */
+#define ABAR__NEAR 0x100u
+#define ABAR__FUTEX_CANCELLED 0x80000000u /* futex: abar_cancel ran */ /* internal flag: the release words are `near` */
 
 struct abar_impl {
     /* line 0: every arrival writes it */
@@ -199,6 +200,15 @@ struct abar__hazard {
 };
 struct abar__hazard *abar__hazard_mine(void);
 bool abar__hazard_any(const void *b);
+/* The two halves of the fence between a waiter's slot store and its later
+ * loads, and destroy's mark and its slot loads (hazard.c). */
+extern bool abar__hazard_asym;
+static inline void abar__hazard_fence_light(void)
+{
+    if (abar__hazard_asym) atomic_signal_fence(memory_order_seq_cst); /* the compiler's order */
+    else atomic_thread_fence(memory_order_seq_cst);
+}
+void abar__hazard_fence_heavy(void);
 unsigned abar__test_waiters(abar_t *b); /* test hook: threads registered on b */
 
 /* futex.c */

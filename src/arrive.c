@@ -99,13 +99,21 @@ void abar__complete(struct abar_impl *b, uint64_t p, uint64_t s)
             break;
         }
     }
-    /* Release the waiters: the futex word first (spinners poll it, sleepers
-     * compare it), then the phase count, last.  An add, not a store, so a
-     * concurrent abar_cancel's bump of the word survives (else a waiter could
-     * sleep on a value the cancel's wake-up has already passed).  release:
-     * the completion's and every arrival's writes (acquired above) reach each
-     * waiter that sees the new phase with its acquire load. */
-    atomic_fetch_add_explicit(&r->futex, 1, memory_order_release);
+    /* Release the waiters.  Sleepers (we cleared PARKED) need the futex word
+     * changed before the wake: a sleeper read it before it looked at the
+     * state, and its FUTEX_WAIT must not block on the value it read.  Only
+     * the count bits change (bit 31 is a cancel's), by CAS: a cancel may
+     * set its bit meanwhile.  Spinners watch `phase`, the count of completed
+     * phases: it is the last thing we write, so a waiter that sees it move
+     * may return and free the barrier at once.  release (both): the
+     * completion's and every arrival's writes (acquired above) reach a
+     * waiter that acquires either word. */
+    if (cur & ST_PARKED) {
+        uint32_t f = atomic_load_explicit(&r->futex, memory_order_relaxed);
+        while (!atomic_compare_exchange_weak_explicit(
+            &r->futex, &f, (f & ABAR__FUTEX_CANCELLED) | ((f + 1) & ~ABAR__FUTEX_CANCELLED),
+            memory_order_release, memory_order_relaxed)) {}
+    }
     atomic_store_explicit(&r->phase, p + 1, memory_order_release);
     if (cur & ST_PARKED) abar__futex_wake_all(&r->futex, pshared);
 }

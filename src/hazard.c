@@ -6,11 +6,58 @@
  * every waiter shares).  abar_destroy scans the records: a barrier named in a
  * slot is in use.  Records are never freed: a thread's is recycled when it
  * exits.  Process-shared barriers keep the in-barrier count (another
- * process's records are not ours to read). */
+ * process's records are not ours to read).
+ *
+ * The slot store must be ordered before the waiter's next loads (the
+ * barrier's words), and destroy's mark before its loads of the slots: a
+ * store-load pair, which needs a full fence on each side.  A waiter pays it
+ * every wait, destroy rarely, so the fence is asymmetric where Linux allows
+ * (membarrier, 4.14+): waiters keep only the compiler's order, and destroy
+ * makes every running thread of the process execute a full fence.  A waiter
+ * whose slot store is still buffered is running, so membarrier's fence
+ * orders it before destroy's slot loads; a waiter not running has been
+ * switched out, which fences too.  Either its slot is seen, or its loads
+ * come after the fence and see destroy's mark.  Where membarrier is refused
+ * (old kernel, seccomp, an emulator), both sides use a seq_cst fence. */
+#define _GNU_SOURCE
 #include "abar_internal.h"
 
+#include <errno.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Decided before any thread can be in abar (a constructor; again in a fork
+ * child, single-threaded then): a plain bool every thread reads. */
+bool abar__hazard_asym;
+
+static void hazard_register(void)
+{
+    int saved = errno;
+    abar__hazard_asym =
+        syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+    errno = saved;
+}
+
+__attribute__((constructor)) static void hazard_setup(void)
+{
+    hazard_register();
+    pthread_atfork(NULL, NULL, hazard_register);
+}
+
+void abar__hazard_fence_heavy(void)
+{
+    if (abar__hazard_asym) {
+        int saved = errno;
+        /* Cannot fail: the process is registered (EPERM is the only error). */
+        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+        errno = saved;
+    }
+    /* seq_cst fence: our own half (the whole pair without membarrier) */
+    atomic_thread_fence(memory_order_seq_cst);
+}
 
 static _Atomic(struct abar__hazard *) records;
 static _Thread_local struct abar__hazard *mine;

@@ -90,8 +90,9 @@ int abar_destroy(abar_t *b)
     uint32_t none = 0;
     if (!atomic_compare_exchange_strong(&bi->inside, &none, ABAR__INSIDE_DEAD)) return EBUSY;
     if (!(bi->flags & ABAR_PSHARED)) {
-        /* seq_cst fence: our mark, then the waiters' slots (see wait.c enter) */
-        atomic_thread_fence(memory_order_seq_cst);
+        /* Our mark, then the waiters' slots (see wait.c enter): the heavy
+         * half of the fence pair (hazard.c). */
+        abar__hazard_fence_heavy();
         if (abar__hazard_any(bi)) {
             atomic_fetch_and(&bi->inside, ~ABAR__INSIDE_DEAD); /* in use: as we were */
             return EBUSY;
@@ -108,9 +109,12 @@ int abar_cancel(abar_t *b)
     /* acq_rel: the flag is ordered with every arrival and with the release. */
     uint64_t old = atomic_fetch_or_explicit(&bi->state, ST_CANCELLED, memory_order_acq_rel);
     if (old & ST_CANCELLED) return 0; /* idempotent */
-    /* Change the futex word so a waiter about to sleep on it does not, then
-     * wake the sleepers; both re-check the state and see CANCELLED. */
-    atomic_fetch_add_explicit(&rel(bi)->futex, 0x80000000u, memory_order_release);
+    /* Flag the futex word, which spinners poll and a waiter about to sleep
+     * read before it looked (so it does not sleep), then wake the sleepers;
+     * all re-check the state and see CANCELLED.  Only the first cancel gets
+     * here, so the bit changes the word.  release: pairs with their acquire
+     * loads of the word. */
+    atomic_fetch_or_explicit(&rel(bi)->futex, ABAR__FUTEX_CANCELLED, memory_order_release);
     /* Always wake: PARKED tells of sleepers of the open phase only, and a
      * release may have just cleared it for sleepers it has not yet woken
      * (found by the model, docs/reliability.md). */
@@ -140,7 +144,6 @@ int abar__test_set_phase(abar_t *b, uint64_t phase)
         st_pending(s) != (int32_t)atomic_load(&bi->expected))
         return EBUSY;
     atomic_store(&rel(bi)->phase, phase);
-    atomic_store(&rel(bi)->futex, (uint32_t)phase);
     atomic_store(&bi->state, st_make(phase, st_pending(s), s & ~(ST_PHASE_MASK << ST_PHASE_SHIFT) & ~ST_PENDING_MASK));
     return 0;
 }

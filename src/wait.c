@@ -38,7 +38,6 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
 {
     const bool pshared = b->flags & ABAR_PSHARED;
     struct abar__release *rw = rel(b);
-    const uint32_t want = (uint32_t)t.raw;
     uint64_t s;
     int r;
 
@@ -52,16 +51,15 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
         abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec : UINT64_MAX;
     uint64_t t0 = 0; /* read lazily: most waits end before the first clock read */
     for (unsigned i = 1; budget || (b->flags & ABAR_WAIT_SPIN); i++) {
-        /* Poll the futex word: only a release (or a cancel) changes it (and,
-         * but for a small barrier's, it shares no line with the arrivals).
-         * acquire: pairs with the completer's release add.  A full look
-         * settles what it means, and now and then catches what the word
-         * cannot show (a 2^32 wrap). */
-        if (atomic_load_explicit(&rw->futex, memory_order_acquire) != want || i % 1024 == 0) {
-            /* The usual news: our phase is released, decided on the release
-             * words alone.  acquire: pairs with the completer's release
-             * store of phase. */
-            if (atomic_load_explicit(&rw->phase, memory_order_acquire) > t.raw) return 0;
+        /* Poll the release words: only a completer and a cancel write them
+         * (and, but for a small barrier's, they share no line with the
+         * arrivals).  The usual news: our phase is released.  acquire:
+         * pairs with the completer's release store of phase. */
+        if (atomic_load_explicit(&rw->phase, memory_order_acquire) > t.raw) return 0;
+        /* A cancel flags the futex word; a full look settles what that means
+         * (and now and then what no word shows: the barrier finished). */
+        if ((atomic_load_explicit(&rw->futex, memory_order_relaxed) & ABAR__FUTEX_CANCELLED) ||
+            i % 1024 == 0) {
             if (!pending_result(r = look(b, t, &s))) return r;
         }
         if (oversubscribed) sched_yield();
@@ -86,11 +84,19 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
      * futex word, which the completer (and abar_cancel) change before they
      * wake.  A phase whose release is being published is only a moment
      * from done: yield instead of parking (its completer may have passed
-     * the point where it would see PARKED). */
+     * the point where it would see PARKED).  So is a cancelled barrier that
+     * judge() did not call cancelled: its phase looked complete, either truly
+     * (a completer will release it) or for a moment (refused arrivals not
+     * yet undone; no one would wake us). */
     for (;;) {
+        /* The futex word before the look: a completer that sees our PARKED,
+         * or a cancel, changes it before waking, so the sleep below returns
+         * at once if either came after this read.  acquire: pairs with their
+         * release RMWs on it (a changed word means the state shows why). */
+        const uint32_t v = atomic_load_explicit(&rw->futex, memory_order_acquire);
         if (!pending_result(r = look(b, t, &s))) return r;
         if (abstime && abar__now_ns() >= deadline) return ETIMEDOUT;
-        if (r == EBUSY) {
+        if (r == EBUSY || (s & ST_CANCELLED)) {
             sched_yield();
             continue;
         }
@@ -100,7 +106,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
             !atomic_compare_exchange_weak_explicit(&b->state, &s, s | ST_PARKED,
                                                    memory_order_acq_rel, memory_order_acquire))
             continue;
-        if (abar__futex_wait(&rw->futex, want, pshared, abstime) == ETIMEDOUT) {
+        if (abar__futex_wait(&rw->futex, v, pshared, abstime) == ETIMEDOUT) {
             r = look(b, t, &s);
             return pending_result(r) ? ETIMEDOUT : r;
         }
@@ -119,9 +125,10 @@ static bool enter(struct abar_impl *b, bool *counted)
     struct abar__hazard *h;
     if (!(b->flags & ABAR_PSHARED) && (h = abar__hazard_mine()) && h->depth < ABAR__HAZARD_DEPTH) {
         atomic_store_explicit(&h->slot[h->depth++], b, memory_order_relaxed);
-        /* seq_cst fence: our slot, then destroy's mark; destroy does its mark,
-         * a fence, then reads the slots: one of us sees the other. */
-        atomic_thread_fence(memory_order_seq_cst);
+        /* Our slot, then destroy's mark; destroy does its mark, a fence,
+         * then reads the slots: one of us sees the other.  The fence here is
+         * light (hazard.c): destroy's heavy one makes up for it. */
+        abar__hazard_fence_light();
         *counted = false;
     } else {
         /* seq_cst RMW: totally ordered with destroy's CAS on the same word */
