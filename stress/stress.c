@@ -1,7 +1,7 @@
 /*
  * stress.c - long stress of the abar host barrier.
  *
- *   stress [-p PHASES] [-t THREADS] [-w default|spin|park|all] [-s SEED] [-q]
+ *   stress [-p PHASES] [-t THREADS] [-w default|spin|park|all] [-s SEED] [-T SECONDS] [-q]
  *
  * Runs PHASES phases (default 10^8) under each wait policy asked for (all:
  * PHASES/3 each), with THREADS participants (default 4), in epochs on the
@@ -20,6 +20,8 @@
  * its token names that phase, and every participant's write made before
  * its arrival is visible.  Any violation: a message and exit 1.  A hang is
  * caught by a watchdog (no phase for 30 s: exit 2).  Prints phases/s.
+ * -T stops each policy at the end of the epoch running when SECONDS have
+ * passed since it began (the phases then run are reported).
  */
 #define _GNU_SOURCE
 #include <abar.h>
@@ -52,6 +54,7 @@ static int payload[4][MAXT];              /* by phase mod 4: a thread is at most
 static _Atomic int failed;
 static _Atomic uint64_t progress;          /* for the watchdog */
 static uint64_t total_phases;
+static double time_limit;                  /* -T: seconds a policy may run; 0: none */
 
 #define FAILF(...)                                                          \
     do {                                                                    \
@@ -223,7 +226,7 @@ static uint64_t run_policy(unsigned flags, uint64_t phases, const char *name, in
     abar_attr_t attr = { on_complete, NULL, flags };
     uint64_t done = 0, epochs = 0, cancels = 0, dropends = 0;
     double t0 = now_s();
-    while (done < phases) {
+    while (done < phases && !(time_limit > 0 && now_s() - t0 > time_limit)) {
         uint64_t h = mix(seed ^ 0xabcdefu ^ epochs);
         seed = mix(seed + epochs + 1);
         epoch_len = 1000 + h % 20000;
@@ -264,15 +267,16 @@ int main(int argc, char **argv)
     const char *pol = "all";
     int quiet = 0, opt;
     nthreads = 4;
-    while ((opt = getopt(argc, argv, "p:t:w:s:q")) != -1) {
+    while ((opt = getopt(argc, argv, "p:t:w:s:T:q")) != -1) {
         switch (opt) {
         case 'p': phases = strtoull(optarg, NULL, 0); break;
         case 't': nthreads = (unsigned)atoi(optarg); break;
         case 'w': pol = optarg; break;
         case 's': seed = strtoull(optarg, NULL, 0); break;
+        case 'T': time_limit = strtod(optarg, NULL); break;
         case 'q': quiet = 1; break;
         default:
-            fprintf(stderr, "usage: stress [-p phases] [-t threads] [-w default|spin|park|all] [-s seed]\n");
+            fprintf(stderr, "usage: stress [-p phases] [-t threads] [-w default|spin|park|all] [-s seed] [-T seconds]\n");
             return 64;
         }
     }
