@@ -5,6 +5,13 @@
  * name order (example_seed000_split, example_seed001_psum, ...).
  *
  *   ./build/examples/example_demo
+ *   example_demo LAUNCHER [ARG...]   runs each as `LAUNCHER ARG... PROGRAM`
+ *
+ * The launcher is for a cross build: the examples are then programs for
+ * another machine, which this process cannot start itself (under qemu-user
+ * the kernel has no binfmt entry for them), so CTest passes its
+ * CMAKE_CROSSCOMPILING_EMULATOR (e.g. qemu-aarch64 -L /usr/aarch64-linux-gnu)
+ * and every example runs through it, as the demo itself does.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -27,8 +34,10 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    /* argv[1..]: the launcher and its arguments, if any */
+    int nlaunch = argc > 1 ? argc - 1 : 0;
     char dir[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
     if (n <= 0) {
@@ -61,15 +70,21 @@ int main(void)
         snprintf(path, sizeof path, "%s/%s", dir, seeds[i]);
         printf("==== %s\n", seeds[i]);
         fflush(stdout);
-        char *argv[] = { path, NULL };
+        char *args[64 + 2];
+        int na = 0;
+        for (int a = 0; a < nlaunch && a < 64; a++) args[na++] = argv[1 + a];
+        args[na++] = path;
+        args[na] = NULL;
         pid_t pid;
-        int r = posix_spawn(&pid, path, NULL, NULL, argv, environ);
+        /* a launcher is looked up in PATH; an example is run by its path */
+        int r = nlaunch ? posix_spawnp(&pid, args[0], NULL, NULL, args, environ)
+                        : posix_spawn(&pid, path, NULL, NULL, args, environ);
         int status = 0;
         if (r == 0) {
             while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
         }
         if (r != 0) {
-            printf("demo: cannot run %s: %s\n", path, strerror(r));
+            printf("demo: cannot run %s: %s\n", args[0], strerror(r));
             failed++;
         } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
             printf("demo: %s FAILED (%s %d)\n", seeds[i], WIFEXITED(status) ? "exit" : "signal",

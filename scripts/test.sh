@@ -6,7 +6,7 @@
 #   clang, ThreadSanitizer, AddressSanitizer + UBSan (the library and its tests)
 #   the install check (find_package and pkg-config against an installed copy)
 # (The aarch64 cross check, scripts/aarch64_check.sh, is run by hand: under
-#  qemu-user some time-bounded cases run too few phases; docs/reliability.md.)
+#  qemu-user it takes minutes and one case cannot run; docs/reliability.md.)
 # Installs its Debian packages first (as root, or through sudo).
 set -euo pipefail
 cd "$(dirname "$0")/.."

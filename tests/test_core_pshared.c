@@ -78,7 +78,12 @@ struct shm {
     _Atomic int stop;
     _Atomic long ran_in[MAXP + 1];/* completions run by process i (MAXP: the parent) */
     uintptr_t addr[MAXP + 1];     /* where process i mapped the region */
-    abar_token_t handed;          /* a token passed from process to process */
+    /* a token passed from process to process: process 0 writes it while the
+     * others read it, so its two words are atomics, each read once (a plain
+     * struct was a data race: gcc for aarch64 loaded `raw` twice, once to
+     * test the token and once to compare it, and the two loads could see
+     * different rounds' tokens).  The identity never changes while it runs. */
+    _Atomic uint64_t handed_raw, handed_id;
     _Atomic int timed_out;        /* dies-mid-phase: survivors whose timed wait expired */
     _Atomic int go;
 };
@@ -143,7 +148,10 @@ static void participant(struct shm *s, int me)
         } else {
             abar_token_t t = abar_arrive(&s->bar);
             if (abar_token_error(t)) FAILF("round %ld: arrive -> %d", r, abar_token_error(t));
-            if (me == 0) s->handed = t; /* read by the others after the phase */
+            if (me == 0) { /* read by the others after the phase */
+                atomic_store_explicit(&s->handed_id, t.id, memory_order_relaxed);
+                atomic_store_explicit(&s->handed_raw, t.raw, memory_order_relaxed);
+            }
             if (how == 0) {
                 rc = abar_wait(&s->bar, t);
             } else if (how == 1) {
@@ -181,10 +189,12 @@ static void participant(struct shm *s, int me)
         /* process 0's token of a completed phase is good here too (the
          * barrier's identity is in the shared memory, not in the process);
          * it was written before process 0 arrived in round r or r+1 */
-        abar_token_t h = s->handed;
-        if (r > 0 && abar_test(&s->bar, h) != 0 && h.raw < (uint64_t)r + 1)
+        abar_token_t h = { .raw = atomic_load_explicit(&s->handed_raw, memory_order_relaxed),
+                           .id = atomic_load_explicit(&s->handed_id, memory_order_relaxed) };
+        int hr;
+        if (r > 0 && h.raw < (uint64_t)r + 1 && (hr = abar_test(&s->bar, h)) != 0)
             FAILF("round %ld, process %d: process 0's token of phase %llu -> %d", r, me,
-                  (unsigned long long)h.raw, abar_test(&s->bar, h));
+                  (unsigned long long)h.raw, hr);
         if (atomic_load(&s->stop)) _exit(0);
     }
 }
