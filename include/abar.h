@@ -68,6 +68,7 @@ ABAR_API int abar_destroy(abar_t *b);
 ABAR_API abar_token_t abar_arrive(abar_t *b);
 ABAR_API abar_token_t abar_arrive_n(abar_t *b, uint32_t n);
 ABAR_API abar_token_t abar_current(abar_t *b);
+ABAR_API abar_token_t abar_token_at(abar_t *b, uint64_t phase);
 ABAR_API int abar_arrive_and_drop(abar_t *b);
 
 /* Waiting. */

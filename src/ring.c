@@ -9,8 +9,8 @@
  * Invariant: a position at lap n always finds its barrier with at least
  * need-1 phases complete (it passed lap n-1, which needed exactly that), and
  * never more than need (phase `need` needs this position's own next arrival
- * on the other barrier).  So the open phase a wait can name is need-1, or,
- * while phase need-1's release is being published, need (see wait_phase).
+ * on the other barrier).  So phase need-1 is complete or open, and a wait
+ * names it with abar_token_at (see wait_phase).
  *
  * Only the layer's bookkeeping lives here; every hand-off is a core arrive
  * (release) and a core phase read or wait (acquire).
@@ -32,8 +32,6 @@
 #define RING_FLAGS      (ABAR_WAIT_SPIN | ABAR_WAIT_PARK)
 #define RING_SHARDS_MAX 64u
 #define RING_SPIN_NS    50000u      /* default poll budget before parking (ABAR_SPIN_NS) */
-#define RING_SLICE_NS     100000u       /* first park slice (see wait_phase) */
-#define RING_SLICE_MAX_NS 100000000u    /* longest park slice */
 #ifndef RING_CROWDED_NS
 #define RING_CROWDED_NS 3000u       /* poll budget when P + C exceed the CPUs */
 #endif
@@ -187,27 +185,12 @@ static int wait_phase(struct ring_impl *ri, abar_t *b, uint64_t need, int mode,
             }
         }
     }
-    /* Park in the core barrier.  abar_current names the barrier's open
-     * phase, which is need-1 (invariant above), except for a moment while
-     * the completer of phase need-1 publishes it: then it names `need`, a
-     * phase that cannot complete before our own next arrival.  The public
-     * API has no token for a given phase (see docs/ring.md), so the ring
-     * parks in slices: a slice that ends with the phase still short of
-     * `need` takes a fresh token and sleeps twice as long (to 100 ms). */
-    uint64_t slice = RING_SLICE_NS, deadline = abstime ? (uint64_t)abstime->tv_sec * 1000000000u +
-                                                             (uint64_t)abstime->tv_nsec
-                                                       : UINT64_MAX;
-    for (;;) {
-        abar_token_t t = abar_current(b);
-        if (abar_phase(b) >= need) break;
-        uint64_t now = now_ns(), until = now + slice < deadline ? now + slice : deadline;
-        struct timespec ts = { (time_t)(until / 1000000000u), (long)(until % 1000000000u) };
-        r = abar_wait_until(b, t, &ts);
-        if (abar_phase(b) >= need) { r = 0; break; }
-        if (r == ETIMEDOUT && until < deadline) r = 0;   /* a slice, not the caller's deadline */
-        if (r != 0) break;                                /* ETIMEDOUT, ECANCELED, EINVAL */
-        if (slice < RING_SLICE_MAX_NS) slice *= 2;
-    }
+    /* Park in the core barrier, on phase need-1: it is the open phase or
+     * a completed one (invariant above), so abar_token_at names it and the
+     * wait returns once it completes (at once if it has), or on a cancel
+     * of the barrier or the caller's deadline. */
+    abar_token_t t = abar_token_at(b, need - 1);
+    r = abstime ? abar_wait_until(b, t, abstime) : abar_wait(b, t);
 out:
     /* release: our last access to the barrier precedes destroy's read of 0. */
     atomic_fetch_sub_explicit(&busy->n, 1, memory_order_release);

@@ -815,6 +815,53 @@ TEST(current_lets_nonparticipant_wait)
     }
 }
 
+/* abar_token_at: a token for any phase up to the open one; beyond it EINVAL;
+ * the open phase of a cancelled barrier ECANCELED; an older phase waits 0. */
+static abar_t tat_bar;
+static void *tat_waiter(void *arg)
+{
+    uint64_t ph = (uint64_t)(uintptr_t)arg;
+    return (void *)(intptr_t)abar_wait(&tat_bar, abar_token_at(&tat_bar, ph));
+}
+TEST(token_at_names_any_reached_phase)
+{
+    for (int pi = 0; pi < 3; pi++) {
+        abar_attr_t at = { NULL, NULL, POLICIES[pi] };
+        CHECK_EQ(abar_init(&tat_bar, 1, &at), 0);
+        for (int i = 0; i < 5; i++) CHECK_EQ(abar_arrive_and_wait(&tat_bar), 0);
+        CHECK_EQ(abar_phase(&tat_bar), 5);
+        for (uint64_t ph = 0; ph < 5; ph++) { /* completed: 0 at once */
+            abar_token_t t = abar_token_at(&tat_bar, ph);
+            CHECK_EQ(abar_token_error(t), 0);
+            CHECK_EQ(abar_wait(&tat_bar, t), 0);
+            CHECK_EQ(abar_test(&tat_bar, t), 0);
+        }
+        abar_token_t open = abar_token_at(&tat_bar, 5);
+        CHECK_EQ(abar_token_error(open), 0);
+        CHECK_EQ(abar_test(&tat_bar, open), EBUSY);
+        /* the same token abar_current gives: same phase, same barrier */
+        abar_token_t cur = abar_current(&tat_bar);
+        CHECK(cur.raw == open.raw && cur.id == open.id);
+        CHECK_EQ(abar_token_error(abar_token_at(&tat_bar, 6)), EINVAL);
+        CHECK_EQ(abar_token_error(abar_token_at(&tat_bar, UINT64_MAX)), EINVAL);
+        CHECK_EQ(abar_token_error(abar_token_at(NULL, 0)), EINVAL);
+        /* a thread blocked on the open phase is released by its completion */
+        pthread_t th;
+        pthread_create(&th, NULL, tat_waiter, (void *)(uintptr_t)5);
+        msleep(5);
+        CHECK_EQ(abar_arrive_and_wait(&tat_bar), 0);
+        void *rv;
+        pthread_join(th, &rv);
+        CHECK_EQ((int)(intptr_t)rv, 0);
+        /* cancelled: the open phase is refused, completed ones still say 0 */
+        CHECK_EQ(abar_cancel(&tat_bar), 0);
+        CHECK_EQ(abar_token_error(abar_token_at(&tat_bar, 6)), ECANCELED);
+        CHECK_EQ(abar_wait(&tat_bar, abar_token_at(&tat_bar, 5)), 0);
+        CHECK_EQ(abar_destroy(&tat_bar), 0);
+        CHECK_EQ(abar_token_error(abar_token_at(&tat_bar, 0)), EINVAL); /* destroyed */
+    }
+}
+
 /* Two threads exchange data through the barrier under each policy, with
  * arrive+wait, wait_until, arrive_and_wait and test polling. */
 static abar_t pol_bar;
