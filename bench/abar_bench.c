@@ -7,7 +7,9 @@
  *               one way): the physical floor of any barrier
  *   lat         arrive_and_wait latency per phase, T = 1..cores, pinned
  *   oversub     T = 2x and 4x cores, unpinned, wall-time bounded
- *   split       arrive / W ns work / wait against arrive_and_wait + W ns work
+ *   split       arrive / W ns work / wait against arrive_and_wait + W ns work,
+ *               and the work alone on the same pinned team (no barrier): what
+ *               W ns of calibrated work really takes with every thread busy
  *   completion  completion function: empty, and seed 001's psum (checked)
  *   cpuburn     CPU time (user+sys) burnt by a thread that waits 10 ms
  * Every row: see common.h.
@@ -182,7 +184,7 @@ static bimpl_t tagged[3];
 static char tagged_name[3][64];
 
 /* ---- the team: T threads running one scenario on one barrier ----------------- */
-enum mode { M_LAT, M_JOINED, M_SPLIT, M_COMPL, M_BURN, M_PINGPONG, M_PINGPONG_PAUSE };
+enum mode { M_LAT, M_JOINED, M_SPLIT, M_WORK, M_COMPL, M_BURN, M_PINGPONG, M_PINGPONG_PAUSE };
 
 #define PSUM_DATA 4096
 static uint64_t psum_data[PSUM_DATA];
@@ -199,6 +201,8 @@ struct team {
     _Atomic uint64_t pp __attribute__((aligned(64))); /* ping-pong line */
     unsigned reps;
     double burn[BENCH_MAX_ROUNDS];
+    _Atomic unsigned started;       /* work: threads at the start gate */
+    double (*own)[BENCH_MAX_ROUNDS]; /* work: each thread's ns per phase, by round */
 };
 
 struct targ { struct team *tm; unsigned tid; pthread_t th; };
@@ -240,6 +244,15 @@ static void *worker(void *p)
     case M_SPLIT:
         RCTL_LOOP(rc, tid, (im->arrive(b, ts), work_spin(w), im->wait(b, ts)));
         break;
+    case M_WORK: {
+        /* the work alone: no barrier, so a gate first (every thread busy from
+         * the first round on, as under a barrier) */
+        atomic_fetch_add_explicit(&tm->started, 1, memory_order_acq_rel);
+        while (atomic_load_explicit(&tm->started, memory_order_acquire) < tm->T) cpu_relax();
+        double *own = tm->own[tid];
+        RCTL_LOOP_EACH(rc, tid, own, work_spin(w));
+        break;
+    }
     case M_COMPL: {
         void (*fn)(void *) = tm->psum ? psum_completion : empty_completion;
         uint64_t *slot = &tm->smem[tid * 8];
@@ -366,11 +379,52 @@ static void scen_oversub(const bopts_t *o)
             measure("oversub", impls[i], f * bench_ncpus, 0, o, o->oversub_cap_ns);
 }
 
+/* The work of the split scenario alone: the same team of T pinned threads,
+ * the same work loop and rounds, no barrier.  Rows "work", "work:W" (thread
+ * 0's ns per phase, as every other row) and "work-slowest:W" (each round:
+ * the slowest thread's ns per phase, what a barrier would wait for). */
+static void measure_work(unsigned T, unsigned W, const bopts_t *o)
+{
+    struct team *tm = team_new(NULL, T, 1, M_WORK, o, o->cap_ns);
+    tm->witers = work_iters(W);
+    tm->own = calloc(T, sizeof *tm->own);
+    if (!tm->own) abort();
+    tm->rc.start_ns = now_ns();
+    run_team(tm);
+    char param[32];
+    snprintf(param, sizeof param, "work:%u", W);
+    rctl_row(&tm->rc, "split", "work", T, param);
+    unsigned nrounds = atomic_load(&tm->rc.last_round) + 1, n = 0;
+    double slow[BENCH_MAX_ROUNDS];
+    for (unsigned r = 0; r < nrounds; r++) {
+        if (!rctl_kept(&tm->rc, r, nrounds)) continue;
+        slow[n] = 0;
+        for (unsigned t = 0; t < T; t++)
+            if (tm->own[t][r] > slow[n]) slow[n] = tm->own[t][r];
+        n++;
+    }
+    /* each thread's median over the kept rounds, to stderr (which CPUs are slow) */
+    fprintf(stderr, "abar-bench: split work:%u T=%u, ns/phase by thread (cpu):", W, T);
+    for (unsigned t = 0; t < T; t++) {
+        double v[BENCH_MAX_ROUNDS];
+        unsigned m = 0;
+        for (unsigned r = 0; r < nrounds; r++)
+            if (rctl_kept(&tm->rc, r, nrounds)) v[m++] = tm->own[t][r];
+        fprintf(stderr, " %.0f(%d)", stats_of(v, m).med, bench_cpus[t % bench_ncpus]);
+    }
+    fputc('\n', stderr);
+    snprintf(param, sizeof param, "work-slowest:%u", W);
+    row("split", "work", T, param, stats_of(slow, n), tm->rc.phases, "ns/phase", tm->rc.capped ? "lb" : "");
+    free(tm->own);
+    free(tm);
+}
+
 static void scen_split(const bopts_t *o)
 {
     static const unsigned W[] = { 0, 100, 500, 2000, 10000 };
     unsigned T = o->max_threads;
-    for (unsigned wi = 0; wi < 5; wi++)
+    for (unsigned wi = 0; wi < 5; wi++) {
+        measure_work(T, W[wi], o);
         for (unsigned i = 0; i < nimpls; i++)
             for (int split = 0; split <= impls[i]->split; split++) {
                 struct team *tm = team_new(impls[i], T, 1, split ? M_SPLIT : M_JOINED, o, o->cap_ns);
@@ -384,6 +438,7 @@ static void scen_split(const bopts_t *o)
                 rctl_row(&tm->rc, "split", impls[i]->name, T, param);
                 free(tm);
             }
+    }
 }
 
 static uint64_t psum_expect(unsigned T, uint64_t phases)

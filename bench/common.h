@@ -238,6 +238,35 @@ static inline void rctl_record(rctl_t *rc, unsigned r, uint64_t k, uint64_t elap
         }                                                                                \
     } while (0)
 
+/* RCTL_LOOP for a team that runs PHASE with no barrier between its threads
+ * (the work alone): the same rounds, ended the same way (thread 0 reads the
+ * clock and publishes stop[r]; a thread that is ahead leaves at once, one that
+ * is behind finishes its stop[r] phases first), and every thread also times
+ * its own rounds: own[r] = its ns per phase in round r. */
+#define RCTL_LOOP_EACH(rc, tid, own, PHASE)                                              \
+    do {                                                                                 \
+        for (unsigned r = 0;; r++) {                                                     \
+            uint64_t k = 0, next_ = 1, t0_ = now_ns();                                   \
+            for (;;) {                                                                   \
+                PHASE;                                                                   \
+                k++;                                                                     \
+                if ((tid) == 0 && k == next_) next_ = rctl_check((rc), r, k, t0_);       \
+                if (k >= atomic_load_explicit(&(rc)->stop[r], memory_order_acquire)) break; \
+            }                                                                            \
+            uint64_t e_ = now_ns() - t0_;                                                \
+            (own)[r] = (double)e_ / (double)k;                                           \
+            if ((tid) == 0) rctl_record((rc), r, k, e_);                                 \
+            if (r >= atomic_load_explicit(&(rc)->last_round, memory_order_acquire)) break; \
+        }                                                                                \
+    } while (0)
+
+/* The rounds rctl_record kept (the measured ones; a capped warm-up round too),
+ * given the rounds thread 0 ran (last_round + 1). */
+static inline int rctl_kept(const rctl_t *rc, unsigned r, unsigned nrounds)
+{
+    return r >= rc->warm || (rc->capped && r + 1 == nrounds);
+}
+
 static inline void rctl_row(const rctl_t *rc, const char *scen, const char *impl, unsigned threads,
                             const char *param)
 {

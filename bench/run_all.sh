@@ -109,10 +109,59 @@ tables() {
   function long(s, title,   i, f) {
     if (!(s in impls)) return
     print "\n## " title
-    printf "%-18s %4s %-12s %10s %10s %10s %s\n", "impl", "T", "param", "median", "min", "max", "flags"
+    printf "%-18s %4s %-18s %10s %10s %10s %s\n", "impl", "T", "param", "median", "min", "max", "flags"
     for (i = 1; i <= nr; i++) {
       split(rows[i], f, ",")
-      if (f[1] == s) printf "%-18s %4s %-12s %10.0f %10.0f %10.0f %s\n", f[2], f[3], f[4], f[5], f[6], f[7], f[11]
+      if (f[1] == s) printf "%-18s %4s %-18s %10.0f %10.0f %10.0f %s\n", f[2], f[3], f[4], f[5], f[6], f[7], f[11]
+    }
+  }
+  # The split target: with W >= 2x the latency L of the barrier, time per phase
+  # <= W + 0.1 L.  W is taken as measured (the "work" rows: the same pinned
+  # team running the work alone), not as calibrated on one idle thread.
+  function fv(k) { return (k in med) ? sprintf("%.0f%s", med[k], fl[k] ~ /lb/ ? "+" : "") : "-" }
+  function splitcheck(   s, ni, nt, np, nw, im, tt, pp, ws, i, j, q, pass, T, pre, kw, kws, kl, ks, kj, kx,
+                         wa, L, x, tgt, v, lb, hs) {
+    s = "split"
+    if (!(s in impls)) return
+    ni = split(substr(impls[s], 2), im, " "); nt = split(substr(ts[s], 2), tt, " ")
+    np = split(substr(ps[s], 2), pp, " ")
+    nw = 0
+    for (q = 1; q <= np; q++) if (pp[q] ~ /^work:/ && substr(pp[q], 6) + 0 > 0) ws[++nw] = substr(pp[q], 6)
+    if (nw == 0) return
+    print "\n## split: target check (with W_actual >= 2 L: split <= W_actual + 0.1 L)"
+    print "# W_actual: work:W, the W ns of work alone on the same team (same pinning, no barrier), thread 0 ns"
+    print "#   per phase; W_slow: the same for the slowest thread; L: the joined:0 row of the impl (arrive_and_wait, no work);"
+    print "#   exposed: split (joined where the impl has no split) - W_actual, the barrier cost the work did not hide;"
+    print "#   target = W_actual + 0.1 L; 2L: yes where W_actual >= 2 L (the target applies); met* = met only"
+    print "#   against W_slow; ? = a row hit its wall-time limit (+: a lower bound); W = 0 left out (L itself)"
+    printf "%-18s %4s %6s %9s %9s %8s %9s %9s %8s %9s %4s %s\n", "impl", "T", "W", "W_actual", "W_slow", "L",
+      "joined", "split", "exposed", "target", "2L", "verdict"
+    for (pass = 1; pass <= 2; pass++) {
+      if (pass == 2) print "# no split phase (joined only, for context):"
+      for (i = 1; i <= ni; i++) {
+        if (im[i] == "work") continue
+        for (j = 1; j <= nt; j++) {
+          T = tt[j]; pre = s SUBSEP im[i] SUBSEP T SUBSEP
+          hs = 0
+          for (q = 1; q <= nw; q++) if ((pre "split:" ws[q]) in med) hs = 1
+          if ((pass == 1) != hs) continue
+          kl = pre "joined:0"
+          for (q = 1; q <= nw; q++) {
+            kw = s SUBSEP "work" SUBSEP T SUBSEP "work:" ws[q]; kws = s SUBSEP "work" SUBSEP T SUBSEP "work-slowest:" ws[q]
+            ks = pre "split:" ws[q]; kj = pre "joined:" ws[q]
+            kx = hs ? ks : kj
+            if (!(kw in med) || !(kl in med) || !(kx in med)) continue
+            wa = med[kw]; L = med[kl]; x = med[kx] - wa; tgt = wa + 0.1 * L
+            lb = (fl[kw] fl[kl] fl[kx]) ~ /lb/ ? "?" : ""
+            if (!hs) v = "-"
+            else if (med[ks] <= tgt) v = "met" lb
+            else if ((kws in med) && med[ks] <= med[kws] + 0.1 * L) v = "met*" lb
+            else v = "missed" lb
+            printf "%-18s %4s %6s %9s %9s %8s %9s %9s %8.0f %9.0f %4s %s\n", im[i], T, ws[q], fv(kw), fv(kws), fv(kl),
+              fv(kj), fv(ks), x, tgt, (wa >= 2 * L) ? "yes" : "no", v
+          }
+        }
+      }
     }
   }
   END {
@@ -121,7 +170,8 @@ tables() {
     best("lat")
     pivot("oversub", "oversub: ns per phase, T = 2x and 4x the CPUs, unpinned (+: hit the wall-time limit, a lower bound)")
     best("oversub")
-    long("split", "split: ns per phase with W ns of work, joined (arrive_and_wait; work) vs split (arrive; work; wait)")
+    long("split", "split: ns per phase with W ns of work, joined (arrive_and_wait; work) vs split (arrive; work; wait); work: the work alone")
+    splitcheck()
     long("completion", "completion: ns per phase with a completion (emul: barrier, thread 0 runs it, barrier)")
     long("cpuburn", "cpuburn: CPU ns (user+sys) burnt by a thread waiting 10 ms for a late arrival")
   }' "$1"
