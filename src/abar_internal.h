@@ -20,9 +20,8 @@
  * never leave a transient.
  *
  * Waiters do not watch the state word (every arrival writes it): they watch
- * the release words, `futex` and `phase`, which only the completer writes,
- * once a phase, after its release CAS on `state` (on a line of their own,
- * or beside `state` in a barrier of few threads: struct abar_impl).
+ * the release words on a line of their own, `phase` and `futex`, which only
+ * a completer (after its release CAS on `state`) and a cancel write.
  * `phase` counts completed phases and is the last thing a completer writes,
  * so a waiter that sees it move may return and free the barrier at once.
  * Between that CAS and that store the state word names phase S while `phase`
@@ -73,40 +72,25 @@ static inline bool st_completing(uint64_t s)
     return st_pending(s) <= 0 && !(s & ST_FINISHED);
 }
 
-/* The release words, which only a completer writes (once a phase, after its
- * release CAS on `state`) and waiters watch. */
-struct abar__release {
-    _Atomic uint64_t phase;   /* completed phases: S-1 or S */
-    _Atomic uint32_t futex;   /* what sleepers sleep on: bit 31 set by a cancel,
-                                 the rest counts the releases that woke sleepers */
-    uint32_t unused;
-};
-
-/* Where the release words live is chosen at init (ABAR__NEAR): beside the
- * state word for a barrier of few threads, on a line of their own for more.
- * With few threads the completer is usually the thread that arrived last and
- * the others are about to arrive again: one line that travels between them
- * costs one transfer a phase where two lines cost two or three.  With many,
- * waiters polling the arrivals' line would be invalidated by every arrival
- * (O(T^2) traffic): they watch a line only the completer writes. */
-#define ABAR__NEAR 0x100u
-#define ABAR__FUTEX_CANCELLED 0x80000000u /* futex: abar_cancel ran */ /* internal flag: the release words are `near` */
+#define ABAR__FUTEX_CANCELLED 0x80000000u /* futex: abar_cancel ran */
 
 struct abar_impl {
     /* line 0: every arrival writes it */
     _Atomic uint64_t state;   /* see above */
-    struct abar__release near;/* the release words of a small barrier */
-    char pad0[40];
-    /* line 1: the release words of a large barrier, and what every call reads
-     * (written only at init, and `expected` by a completer when drops change it) */
-    struct abar__release far;
+    char pad0[56];
+    /* line 1: the release words (only a completer writes them, once a phase,
+     * and a cancel) and what every call reads (written only at init, and
+     * `expected` by a completer when drops change it) */
+    _Atomic uint64_t phase;   /* completed phases: S-1 or S */
+    _Atomic uint32_t futex;   /* what sleepers sleep on: bit 31 set by a cancel,
+                                 the rest counts the releases that woke sleepers */
     _Atomic uint32_t magic;
-    uint32_t flags;           /* ABAR_PSHARED | ABAR_WAIT_* | ABAR__NEAR */
     uint64_t ident;           /* identity carried by tokens; new at every init */
     abar_completion_fn *completion;
     void *arg;
+    uint32_t flags;           /* ABAR_PSHARED | ABAR_WAIT_* */
     _Atomic uint32_t expected;/* this phase's expected count; only completers write it */
-    char pad1[12];
+    char pad1[16];
     /* line 2: waiters of a process-shared barrier register here, away from
      * the arrivals (those of a private one use hazard slots, hazard.c) */
     _Atomic uint32_t inside;  /* threads blocked in a wait: destroy is EBUSY while > 0 */
@@ -114,17 +98,11 @@ struct abar_impl {
 };
 
 _Static_assert(sizeof(struct abar_impl) <= sizeof(abar_t), "abar_t too small");
-_Static_assert(offsetof(struct abar_impl, far) == 64 && offsetof(struct abar_impl, inside) == 128,
+_Static_assert(offsetof(struct abar_impl, phase) == 64 && offsetof(struct abar_impl, inside) == 128,
                "one line for arrivals, one for the release, one for waiters");
 _Static_assert(_Alignof(abar_t) >= 64, "abar_t must be cache-line aligned");
 
 static inline struct abar_impl *impl(abar_t *b) { return (struct abar_impl *)(void *)b; }
-
-/* The barrier's release words (flags is constant from init to destroy). */
-static inline struct abar__release *rel(struct abar_impl *b)
-{
-    return b->flags & ABAR__NEAR ? &b->near : &b->far;
-}
 
 static inline abar_token_t tok_make(uint64_t phase, uint64_t ident)
 {
@@ -153,12 +131,12 @@ static inline uint64_t abar__snapshot(struct abar_impl *b, uint64_t *sp)
 {
     for (;;) {
         /* acquire: pairs with the completer's release store of phase */
-        uint64_t cur = atomic_load_explicit(&rel(b)->phase, memory_order_acquire);
+        uint64_t cur = atomic_load_explicit(&b->phase, memory_order_acquire);
         /* acquire: pairs with every release RMW on state */
         uint64_t s = atomic_load_explicit(&b->state, memory_order_acquire);
         /* phase is monotonic: equal reads mean it held still around the load
          * of s, when phase ∈ {S-1, S} held. */
-        if (atomic_load_explicit(&rel(b)->phase, memory_order_relaxed) == cur) {
+        if (atomic_load_explicit(&b->phase, memory_order_relaxed) == cur) {
             *sp = s;
             return cur;
         }
@@ -216,7 +194,6 @@ void abar__futex_wake_all(_Atomic uint32_t *word, bool pshared);
 int abar__futex_wait(_Atomic uint32_t *word, uint32_t val, bool pshared,
                      const struct timespec *abstime);
 uint64_t abar__spin_ns(void);
-unsigned abar__near_max(void);
 unsigned abar__ncpu(void);
 uint64_t abar__now_ns(void);
 static inline void abar__pause(void)

@@ -23,7 +23,7 @@ static abar_token_t arrive(abar_t *b, uint32_t n, bool drop)
     if (bi == NULL || n == 0 || n > ABAR_EXPECTED_MAX) return tok_error(EINVAL);
     const uint64_t ident = bi->ident; /* read now: after our RMW we may not touch bi */
     /* acquire: pairs with the completers' release stores of phase */
-    const uint64_t before = atomic_load_explicit(&rel(bi)->phase, memory_order_acquire);
+    const uint64_t before = atomic_load_explicit(&bi->phase, memory_order_acquire);
     uint64_t s, ns;
     if (n == 1 && !drop) {
         /* The common case: one atomic subtraction counts the arrival.
@@ -74,14 +74,13 @@ void abar__complete(struct abar_impl *b, uint64_t p, uint64_t s)
         abar__completing = frame.outer;
     }
     const bool pshared = b->flags & ABAR_PSHARED;
-    struct abar__release *r = rel(b);
     /* relaxed: `expected` is read and written only by completers, which are
      * ordered one after the other by the release/acquire chain on `state`. */
     uint32_t next = atomic_load_explicit(&b->expected, memory_order_relaxed) - st_drops(s);
     if (st_drops(s)) atomic_store_explicit(&b->expected, next, memory_order_relaxed);
     /* The previous completer may not have published phase p yet (it opened
      * this phase to arrivals first): publish in order.  Keeps phase ∈ {S-1, S}. */
-    while (atomic_load_explicit(&r->phase, memory_order_acquire) != p) abar__pause();
+    while (atomic_load_explicit(&b->phase, memory_order_acquire) != p) abar__pause();
     uint64_t cur = atomic_load_explicit(&b->state, memory_order_relaxed);
     const uint64_t fin = next == 0 ? ST_FINISHED : 0;
     /* Open phase p+1 to arrivals.  PARKED and CANCELLED may change under us,
@@ -109,13 +108,13 @@ void abar__complete(struct abar_impl *b, uint64_t p, uint64_t s)
      * completion's and every arrival's writes (acquired above) reach a
      * waiter that acquires either word. */
     if (cur & ST_PARKED) {
-        uint32_t f = atomic_load_explicit(&r->futex, memory_order_relaxed);
+        uint32_t f = atomic_load_explicit(&b->futex, memory_order_relaxed);
         while (!atomic_compare_exchange_weak_explicit(
-            &r->futex, &f, (f & ABAR__FUTEX_CANCELLED) | ((f + 1) & ~ABAR__FUTEX_CANCELLED),
+            &b->futex, &f, (f & ABAR__FUTEX_CANCELLED) | ((f + 1) & ~ABAR__FUTEX_CANCELLED),
             memory_order_release, memory_order_relaxed)) {}
     }
-    atomic_store_explicit(&r->phase, p + 1, memory_order_release);
-    if (cur & ST_PARKED) abar__futex_wake_all(&r->futex, pshared);
+    atomic_store_explicit(&b->phase, p + 1, memory_order_release);
+    if (cur & ST_PARKED) abar__futex_wake_all(&b->futex, pshared);
 }
 
 abar_token_t abar_arrive(abar_t *b) { return arrive(b, 1, false); }

@@ -32,29 +32,6 @@ uint64_t abar__spin_ns(void)
     return v;
 }
 
-/* Barriers expecting at most this many arrivals keep their release words on
- * the arrivals' line (abar_internal.h), unless ABAR_NEAR_MAX says otherwise
- * (a tuning knob for measurement; 0: never). */
-#define ABAR_DEFAULT_NEAR_MAX 2u
-
-static _Atomic unsigned near_max_cache = UINT32_MAX;
-
-unsigned abar__near_max(void)
-{
-    /* relaxed: as spin_ns_cache */
-    unsigned v = atomic_load_explicit(&near_max_cache, memory_order_relaxed);
-    if (v != UINT32_MAX) return v;
-    v = ABAR_DEFAULT_NEAR_MAX;
-    const char *e = getenv("ABAR_NEAR_MAX");
-    if (e && *e) {
-        char *end;
-        unsigned long x = strtoul(e, &end, 10);
-        if (*end == '\0' && x < UINT32_MAX) v = (unsigned)x;
-    }
-    atomic_store_explicit(&near_max_cache, v, memory_order_relaxed);
-    return v;
-}
-
 unsigned abar__ncpu(void)
 {
     unsigned v = atomic_load_explicit(&ncpu_cache, memory_order_relaxed);
