@@ -10,11 +10,22 @@
  * the last drop, tokens of completed / future / forged / other barriers /
  * pre-re-init, malformed deadlines, bad init arguments, waits from inside the
  * completion (EDEADLK), arrivals on the own barrier from inside it.
+ * abar_token_at is one more operation (opcode bytes 0xF0..0xFF; the low
+ * nibble picks the token slot, the high nibble of the argument a phase
+ * relative to the model's: older, current, next, far future, UINT64_MAX,
+ * aliases of the current phase modulo 2^19, 2^21, 2^32), its token then
+ * judged like any other; check_state asks for the open phase and its
+ * neighbours after every step; the completion function asks for the
+ * completing phase (valid even once cancelled from inside: it is
+ * completing).
  * One opcode runs a multi-threaded episode on a second barrier (threads doing
  * arrive, arrive_n, arrive_and_wait, wait, wait_until, test, drop, with a
- * racing cancel and a racing destroy), checked for invariants: every wait
- * returns 0 or (after a cancel) ECANCELED, never early (the data written
- * before each arrival is seen after the wait), completions == phases.
+ * racing cancel and a racing destroy; and abar_token_at for the phase just
+ * arrived in, the one before and the one after), checked for invariants:
+ * every wait returns 0 or (after a cancel) ECANCELED, never early (the data
+ * written before each arrival is seen after the wait), completions == phases;
+ * abar_token_at never refuses a phase the thread has reached (but for
+ * ECANCELED after a cancel) and never names a later phase as complete.
  *
  * Build: clang -fsanitize=fuzzer,address,undefined (fuzz/CMakeLists.txt).
  * A blocking call that the model says would block is never issued on the
@@ -91,6 +102,21 @@ static void completion_fn(void *arg)
     abar_token_t own = abar_arrive(&c->bar);        /* no arrival can be counted now */
     if (abar_token_error(own) != EINVAL) c->completion_ok = 0;
     if (c->m.cancel_in_completion && abar_cancel(&c->bar) != 0) c->completion_ok = 0;
+    /* abar_token_at: the completing phase p is still the open one (valid
+     * even after the cancel just above: it is completing); p + 1 is not
+     * reached; p - 1 is complete. */
+    uint64_t p = c->m.phase - 1;
+    abar_token_t tp = abar_token_at(&c->bar, p);
+    if (abar_token_error(tp) != 0 || tp.raw != p) c->completion_ok = 0;
+    else {
+        if (abar_wait(&c->bar, tp) != EDEADLK) c->completion_ok = 0;
+        if (abar_test(&c->bar, tp) != EBUSY) c->completion_ok = 0;
+    }
+    if (abar_token_error(abar_token_at(&c->bar, p + 1)) != EINVAL) c->completion_ok = 0;
+    if (p > 0) {
+        abar_token_t old = abar_token_at(&c->bar, p - 1);
+        if (abar_token_error(old) != 0 || abar_wait(&c->bar, old) != 0) c->completion_ok = 0;
+    }
 }
 
 /* ref: n arrivals (drop: arrive_and_drop) */
@@ -128,12 +154,44 @@ static int ref_judge(const struct ref *m, struct rtok t)
     return EBUSY;
 }
 
+/* ref: abar_token_at(phase) */
+static struct rtok ref_token_at(const struct ref *m, uint64_t phase)
+{
+    if (!m->live || phase > m->phase) return (struct rtok){ EINVAL, 0, 0 };
+    /* the open phase of a cancelled barrier (a finished one is not
+     * cancelled: its token is valid, and a wait on it says ECANCELED) */
+    if (phase == m->phase && m->cancelled) return (struct rtok){ ECANCELED, 0, 0 };
+    return (struct rtok){ 0, phase, m->gen };
+}
+
+/* A real token_at token against its model: error, phase, identity. */
+static void check_token_at(uint64_t phase, struct rtok rt, abar_token_t t, const char *what)
+{
+    if (abar_token_error(t) != rt.err)
+        FAIL("%s: abar_token_at(phase %llu) at phase %llu: error %d, want %d", what,
+             (unsigned long long)phase, (unsigned long long)C.m.phase, abar_token_error(t), rt.err);
+    if (rt.err) return;
+    EXPECT_EQ(t.raw, phase, what);
+    EXPECT_EQ(t.id, ((struct abar_impl *)(void *)&C.bar)->ident, what);
+}
+
 static void check_state(void)
 {
     EXPECT_EQ(abar_phase(&C.bar), C.m.live ? C.m.phase : 0, "abar_phase");
     if (C.m.completion) {
         EXPECT_EQ(C.seen_completions, C.m.completions, "completions run");
         if (!C.completion_ok) FAIL("a call from inside the completion misbehaved");
+    }
+    /* abar_token_at around the open phase: the open one, the next (never
+     * reached), the last completed (a wait says 0 at once) */
+    uint64_t ph = C.m.phase;
+    check_token_at(ph, ref_token_at(&C.m, ph), abar_token_at(&C.bar, ph), "token_at(open)");
+    check_token_at(ph + 1, ref_token_at(&C.m, ph + 1), abar_token_at(&C.bar, ph + 1),
+                   "token_at(open + 1)");
+    if (ph > 0) {
+        abar_token_t t = abar_token_at(&C.bar, ph - 1);
+        check_token_at(ph - 1, ref_token_at(&C.m, ph - 1), t, "token_at(open - 1)");
+        EXPECT_EQ(abar_wait(&C.bar, t), C.m.live ? 0 : EINVAL, "wait on token_at(open - 1)");
     }
 }
 
@@ -214,6 +272,39 @@ static void mt_completion(void *arg)
 
 struct mt_arg { struct mt *x; unsigned id; };
 
+/* Thread `id` has arrived in phase r (its own arrival is counted): waits on
+ * abar_token_at(r) instead of the arrival's token.  Phase r is reached: the
+ * token is valid, or ECANCELED after a cancel (r open, not completing).
+ * r - 1 is complete (this thread's last wait said 0).  r + 1 cannot complete
+ * without this thread: EINVAL (not reached) or valid and not complete. */
+static int mt_token_at(struct mt *x, unsigned id, unsigned r)
+{
+    abar_token_t next = abar_token_at(&x->bar, r + 1);
+    int e = abar_token_error(next);
+    if (e == 0) {
+        int tr = abar_test(&x->bar, next);
+        if (tr != EBUSY && !(tr == ECANCELED && atomic_load(&x->cancelled)))
+            mt_fail(x, "test(token_at(r + 1))", tr, id, r);
+        if (next.raw != r + 1) mt_fail(x, "token_at(r + 1) phase", (int)next.raw, id, r);
+    } else if (e != EINVAL && !(e == ECANCELED && atomic_load(&x->cancelled))) {
+        mt_fail(x, "token_at(r + 1)", e, id, r);
+    }
+    if (r > 0) {
+        abar_token_t prev = abar_token_at(&x->bar, r - 1);
+        if (abar_token_error(prev) != 0 || abar_test(&x->bar, prev) != 0)
+            mt_fail(x, "token_at(r - 1)", abar_token_error(prev), id, r);
+    }
+    abar_token_t t = abar_token_at(&x->bar, r);
+    int res = abar_token_error(t);
+    if (res == ECANCELED && atomic_load(&x->cancelled)) return res;
+    if (res != 0) { mt_fail(x, "token_at(r)", res, id, r); return res; }
+    if (t.raw != r) mt_fail(x, "token_at(r) phase", (int)t.raw, id, r);
+    res = abar_wait(&x->bar, t);
+    if (res == 0 && abar_test(&x->bar, t) != 0)
+        mt_fail(x, "test after wait on token_at(r)", abar_test(&x->bar, t), id, r);
+    return res;
+}
+
 /* Every wait must return 0 or, after a cancel, ECANCELED; after 0 every
  * participant's write of that round is visible. */
 static void *mt_thread(void *p)
@@ -243,10 +334,12 @@ static void *mt_thread(void *p)
                         ts = deadline_in(20000000);
                 } else if (op == 3) {
                     while ((res = abar_test(&x->bar, t)) == EBUSY) sched_yield();
-                } else {
+                } else if (op == 4) {
                     res = abar_wait(&x->bar, t);
                     if (res == 0 && abar_test(&x->bar, t) != 0)
                         mt_fail(x, "test after wait", abar_test(&x->bar, t), a->id, r);
+                } else {
+                    res = mt_token_at(x, a->id, r);
                 }
                 if (res == 0 && t.raw != r) mt_fail(x, "token phase", (int)t.raw, a->id, r);
             }
@@ -338,7 +431,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct rtok rt;
         abar_token_t t;
         int r, want;
-        switch (op % 16) {
+        switch (op >= 0xF0 ? 16 : op % 16) {
         case 0: case 1: /* arrive */
             rt = ref_arrive(&C.m, 1, 0);
             put_token(k, rt, abar_arrive(&C.bar));
@@ -417,11 +510,47 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         case 15: /* NULL barrier everywhere */
             EXPECT_EQ(abar_token_error(abar_arrive(NULL)), EINVAL, "arrive(NULL)");
+            EXPECT_EQ(abar_token_error(abar_token_at(NULL, 0)), EINVAL, "token_at(NULL)");
             EXPECT_EQ(abar_wait(NULL, C.other_tok), EINVAL, "wait(NULL)");
             EXPECT_EQ(abar_cancel(NULL), EINVAL, "cancel(NULL)");
             EXPECT_EQ(abar_destroy(NULL), EINVAL, "destroy(NULL)");
             EXPECT_EQ(abar_init(NULL, 1, NULL), EINVAL, "init(NULL)");
             break;
+        case 16: { /* token_at: a phase relative to the model's (arg >> 4) */
+            const uint64_t cur = C.m.phase;
+            uint64_t ph;
+            switch (arg >> 4) {
+            case 0: case 15: ph = cur; break;          /* the open phase */
+            case 1: ph = cur + 1; break;               /* the next: not reached */
+            case 2: ph = cur - 1; break;               /* the last completed (or wraps: far future) */
+            case 3: ph = cur - 2 - (op & 3); break;    /* older */
+            case 4: ph = 0; break;                     /* the first */
+            case 5: ph = cur + 2 + (op & 3); break;    /* future */
+            case 6: ph = UINT64_MAX; break;
+            case 7: ph = cur + (UINT64_C(1) << 19); break;  /* same bits in the state word */
+            case 8: ph = cur - (UINT64_C(1) << 19); break;
+            case 9: ph = cur + (UINT64_C(1) << 21); break;
+            case 10: ph = cur - (UINT64_C(1) << 21); break;
+            case 11: ph = cur + (UINT64_C(1) << 32); break; /* same low 32 bits */
+            case 12: ph = cur - (UINT64_C(1) << 32); break;
+            case 13: ph = cur + (UINT64_C(1) << 63); break; /* far future */
+            default: ph = (uint64_t)ECANCELED; break;  /* a phase equal to an error value */
+            }
+            rt = ref_token_at(&C.m, ph);
+            t = abar_token_at(&C.bar, ph);
+            put_token(k, rt, t);
+            check_token_at(ph, rt, t, "abar_token_at");
+            /* the token at once: test, then wait (or a past deadline) */
+            want = ref_judge(&C.m, rt);
+            EXPECT_EQ(abar_test(&C.bar, t), want, "test(token_at)");
+            if (want == EBUSY) {
+                struct timespec ts = deadline_in(0);
+                EXPECT_EQ(abar_wait_until(&C.bar, t, &ts), ETIMEDOUT, "wait_until(token_at)");
+            } else {
+                EXPECT_EQ(abar_wait(&C.bar, t), want, "wait(token_at)");
+            }
+            break;
+        }
         }
         check_state();
     }
