@@ -20,8 +20,9 @@
  * never leave a transient.
  *
  * Waiters do not watch the state word (every arrival writes it): they watch
- * the release words on a line of their own, `phase` and `futex`, which only
- * a completer (after its release CAS on `state`) and a cancel write.
+ * the release words, `phase` and `futex`, which only a completer (after its
+ * release CAS on `state`) and a cancel write, on a line of their own but in
+ * a barrier of two (struct abar_impl).
  * `phase` counts completed phases and is the last thing a completer writes,
  * so a waiter that sees it move may return and free the barrier at once.
  * Between that CAS and that store the state word names phase S while `phase`
@@ -74,23 +75,42 @@ static inline bool st_completing(uint64_t s)
 
 #define ABAR__FUTEX_CANCELLED 0x80000000u /* futex: abar_cancel ran */
 
-struct abar_impl {
-    /* line 0: every arrival writes it */
-    _Atomic uint64_t state;   /* see above */
-    char pad0[56];
-    /* line 1: the release words (only a completer writes them, once a phase,
-     * and a cancel) and what every call reads (written only at init, and
-     * `expected` by a completer when drops change it) */
+/* The release words, which only a completer (after its release CAS on
+ * `state`) and a cancel write, and waiters watch. */
+struct abar__release {
     _Atomic uint64_t phase;   /* completed phases: S-1 or S */
     _Atomic uint32_t futex;   /* what sleepers sleep on: bit 31 set by a cancel,
                                  the rest counts the releases that woke sleepers */
+    uint32_t unused;
+};
+
+/* A barrier of at most ABAR__PAIR_MAX threads (a pair) is run on one line:
+ * its release words sit beside the state word, and its last arrival, when
+ * there is no completion function, counts itself and opens the next phase
+ * in one CAS (arrive.c).  The line then travels once a phase between the
+ * two, as in a plain sense-reversing barrier.  With more threads, waiters
+ * polling that line would be invalidated by every arrival: their release
+ * words get a line of their own, and every arrival is one fetch-and-sub.
+ * (Measured on the 16-core host: docs/performance.md.) */
+#define ABAR__PAIR_MAX 2u
+#define ABAR__PAIR 0x100u /* internal flag: expected <= ABAR__PAIR_MAX at init */
+
+struct abar_impl {
+    /* line 0: every arrival writes it */
+    _Atomic uint64_t state;   /* see above */
+    struct abar__release pair;/* a pair's release words */
+    char pad0[40];
+    /* line 1: the release words of a larger barrier, and what every call
+     * reads (written only at init, and `expected` by a completer when drops
+     * change it) */
+    struct abar__release wide;
     _Atomic uint32_t magic;
+    uint32_t flags;           /* ABAR_PSHARED | ABAR_WAIT_* | ABAR__PAIR */
     uint64_t ident;           /* identity carried by tokens; new at every init */
     abar_completion_fn *completion;
     void *arg;
-    uint32_t flags;           /* ABAR_PSHARED | ABAR_WAIT_* */
     _Atomic uint32_t expected;/* this phase's expected count; only completers write it */
-    char pad1[16];
+    char pad1[12];
     /* line 2: waiters of a process-shared barrier register here, away from
      * the arrivals (those of a private one use hazard slots, hazard.c) */
     _Atomic uint32_t inside;  /* threads blocked in a wait: destroy is EBUSY while > 0 */
@@ -98,11 +118,17 @@ struct abar_impl {
 };
 
 _Static_assert(sizeof(struct abar_impl) <= sizeof(abar_t), "abar_t too small");
-_Static_assert(offsetof(struct abar_impl, phase) == 64 && offsetof(struct abar_impl, inside) == 128,
+_Static_assert(offsetof(struct abar_impl, wide) == 64 && offsetof(struct abar_impl, inside) == 128,
                "one line for arrivals, one for the release, one for waiters");
 _Static_assert(_Alignof(abar_t) >= 64, "abar_t must be cache-line aligned");
 
 static inline struct abar_impl *impl(abar_t *b) { return (struct abar_impl *)(void *)b; }
+
+/* The barrier's release words (flags is constant from init to destroy). */
+static inline struct abar__release *rel(struct abar_impl *b)
+{
+    return b->flags & ABAR__PAIR ? &b->pair : &b->wide;
+}
 
 static inline abar_token_t tok_make(uint64_t phase, uint64_t ident)
 {
@@ -131,12 +157,12 @@ static inline uint64_t abar__snapshot(struct abar_impl *b, uint64_t *sp)
 {
     for (;;) {
         /* acquire: pairs with the completer's release store of phase */
-        uint64_t cur = atomic_load_explicit(&b->phase, memory_order_acquire);
+        uint64_t cur = atomic_load_explicit(&rel(b)->phase, memory_order_acquire);
         /* acquire: pairs with every release RMW on state */
         uint64_t s = atomic_load_explicit(&b->state, memory_order_acquire);
         /* phase is monotonic: equal reads mean it held still around the load
          * of s, when phase ∈ {S-1, S} held. */
-        if (atomic_load_explicit(&b->phase, memory_order_relaxed) == cur) {
+        if (atomic_load_explicit(&rel(b)->phase, memory_order_relaxed) == cur) {
             *sp = s;
             return cur;
         }

@@ -16,6 +16,40 @@ static inline uint64_t arrival_phase(uint64_t before, uint64_t s)
     return before + phase_lo(st_phase(s) - before);
 }
 
+static void publish(struct abar_impl *b, uint64_t p, bool parked);
+
+/* The last arrival of a pair's phase, when the barrier has no completion
+ * function: counts itself and opens phase p+1 in one CAS (the fetch-and-sub
+ * of an arrival and the completer's release CAS in one), then publishes the
+ * release.  Changes nothing and returns false unless the state shows one
+ * arrival left in an open, undropped phase whose predecessor's release is
+ * fully published: the general path then counts the arrival. */
+static bool pair_last(struct abar_impl *b, uint64_t before, uint64_t *pp)
+{
+    /* acquire: the previous completer's writes (`expected`) came before its
+     * release CAS, whose value (or a later one of the arrivals' release
+     * sequence) we read */
+    uint64_t s = atomic_load_explicit(&b->state, memory_order_acquire);
+    while (st_pending(s) == 1 && !(s & (ST_CANCELLED | ST_FINISHED)) && st_drops(s) == 0) {
+        const uint64_t p = arrival_phase(before, s);
+        /* acquire: as in abar__complete (in-order publication) */
+        if (atomic_load_explicit(&b->pair.phase, memory_order_acquire) != p) return false;
+        const uint32_t next = atomic_load_explicit(&b->expected, memory_order_relaxed);
+        /* acq_rel: release publishes our writes and, through the next
+         * phase's arrivals, to the next completer; acquire gives us every
+         * earlier arrival's writes (the fetch-and-sub's and the release
+         * CAS's orders together).  Fails if anything changed the state:
+         * an arrival, a parker, a cancel; then judge again. */
+        if (atomic_compare_exchange_weak_explicit(&b->state, &s, st_make(p + 1, next, 0),
+                                                  memory_order_acq_rel, memory_order_acquire)) {
+            publish(b, p, s & ST_PARKED);
+            *pp = p;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Counts n arrivals (one of them a drop if `drop`) in the current phase. */
 static abar_token_t arrive(abar_t *b, uint32_t n, bool drop)
 {
@@ -23,9 +57,12 @@ static abar_token_t arrive(abar_t *b, uint32_t n, bool drop)
     if (bi == NULL || n == 0 || n > ABAR_EXPECTED_MAX) return tok_error(EINVAL);
     const uint64_t ident = bi->ident; /* read now: after our RMW we may not touch bi */
     /* acquire: pairs with the completers' release stores of phase */
-    const uint64_t before = atomic_load_explicit(&bi->phase, memory_order_acquire);
+    const uint64_t before = atomic_load_explicit(&rel(bi)->phase, memory_order_acquire);
     uint64_t s, ns;
     if (n == 1 && !drop) {
+        uint64_t p;
+        if ((bi->flags & ABAR__PAIR) && bi->completion == NULL && pair_last(bi, before, &p))
+            return tok_make(p, ident);
         /* The common case: one atomic subtraction counts the arrival.
          * acq_rel: release publishes this thread's writes to whoever completes
          * the phase (all arrivals form one release sequence on `state`);
@@ -73,14 +110,14 @@ void abar__complete(struct abar_impl *b, uint64_t p, uint64_t s)
         b->completion(b->arg);
         abar__completing = frame.outer;
     }
-    const bool pshared = b->flags & ABAR_PSHARED;
+    struct abar__release *r = rel(b);
     /* relaxed: `expected` is read and written only by completers, which are
      * ordered one after the other by the release/acquire chain on `state`. */
     uint32_t next = atomic_load_explicit(&b->expected, memory_order_relaxed) - st_drops(s);
     if (st_drops(s)) atomic_store_explicit(&b->expected, next, memory_order_relaxed);
     /* The previous completer may not have published phase p yet (it opened
      * this phase to arrivals first): publish in order.  Keeps phase ∈ {S-1, S}. */
-    while (atomic_load_explicit(&b->phase, memory_order_acquire) != p) abar__pause();
+    while (atomic_load_explicit(&r->phase, memory_order_acquire) != p) abar__pause();
     uint64_t cur = atomic_load_explicit(&b->state, memory_order_relaxed);
     const uint64_t fin = next == 0 ? ST_FINISHED : 0;
     /* Open phase p+1 to arrivals.  PARKED and CANCELLED may change under us,
@@ -98,23 +135,31 @@ void abar__complete(struct abar_impl *b, uint64_t p, uint64_t s)
             break;
         }
     }
-    /* Release the waiters.  Sleepers (we cleared PARKED) need the futex word
-     * changed before the wake: a sleeper read it before it looked at the
-     * state, and its FUTEX_WAIT must not block on the value it read.  Only
-     * the count bits change (bit 31 is a cancel's), by CAS: a cancel may
-     * set its bit meanwhile.  Spinners watch `phase`, the count of completed
-     * phases: it is the last thing we write, so a waiter that sees it move
-     * may return and free the barrier at once.  release (both): the
-     * completion's and every arrival's writes (acquired above) reach a
-     * waiter that acquires either word. */
-    if (cur & ST_PARKED) {
-        uint32_t f = atomic_load_explicit(&b->futex, memory_order_relaxed);
+    publish(b, p, cur & ST_PARKED);
+}
+
+/* Releases the waiters of phase p, after the release CAS on `state` (which
+ * found PARKED if `parked`).  Sleepers (that CAS cleared PARKED) need the
+ * futex word changed before the wake: a sleeper read it before it looked at
+ * the state, and its FUTEX_WAIT must not block on the value it read.  Only
+ * the count bits change (bit 31 is a cancel's), by CAS: a cancel may set
+ * its bit meanwhile.  Spinners watch `phase`, the count of completed
+ * phases: it is the last thing written, so a waiter that sees it move may
+ * return and free the barrier at once (the wake uses only the address).
+ * release (both): the completion's and every arrival's writes (acquired by
+ * the caller) reach a waiter that acquires either word. */
+static void publish(struct abar_impl *b, uint64_t p, bool parked)
+{
+    const bool pshared = b->flags & ABAR_PSHARED;
+    struct abar__release *r = rel(b);
+    if (parked) {
+        uint32_t f = atomic_load_explicit(&r->futex, memory_order_relaxed);
         while (!atomic_compare_exchange_weak_explicit(
-            &b->futex, &f, (f & ABAR__FUTEX_CANCELLED) | ((f + 1) & ~ABAR__FUTEX_CANCELLED),
+            &r->futex, &f, (f & ABAR__FUTEX_CANCELLED) | ((f + 1) & ~ABAR__FUTEX_CANCELLED),
             memory_order_release, memory_order_relaxed)) {}
     }
-    atomic_store_explicit(&b->phase, p + 1, memory_order_release);
-    if (cur & ST_PARKED) abar__futex_wake_all(&b->futex, pshared);
+    atomic_store_explicit(&r->phase, p + 1, memory_order_release);
+    if (parked) abar__futex_wake_all(&r->futex, pshared);
 }
 
 abar_token_t abar_arrive(abar_t *b) { return arrive(b, 1, false); }

@@ -58,14 +58,16 @@ int abar_init(abar_t *b, uint32_t expected, const abar_attr_t *attr)
             return EBUSY;
     }
     memset(b, 0, sizeof *b);
-    bi->flags = flags;
+    bi->flags = flags | (expected <= ABAR__PAIR_MAX ? ABAR__PAIR : 0);
     bi->completion = attr ? attr->completion : NULL;
     bi->arg = attr ? attr->arg : NULL;
     bi->ident = new_ident(b);
     atomic_init(&bi->expected, expected);
     atomic_init(&bi->state, st_make(0, expected, 0));
-    atomic_init(&bi->phase, 0);
-    atomic_init(&bi->futex, 0);
+    atomic_init(&bi->pair.phase, 0);
+    atomic_init(&bi->pair.futex, 0);
+    atomic_init(&bi->wide.phase, 0);
+    atomic_init(&bi->wide.futex, 0);
     atomic_init(&bi->inside, 0);
     /* release: a thread that sees the magic sees the initialised fields
      * (handing the barrier to other threads still needs the caller's own
@@ -80,7 +82,7 @@ int abar_destroy(abar_t *b)
     if (bi == NULL) return EINVAL;
     /* A completion is running, or a completer is still publishing a release. */
     uint64_t st = atomic_load(&bi->state);
-    if (st_completing(st) || st_phase(st) != phase_lo(atomic_load(&bi->phase))) return EBUSY;
+    if (st_completing(st) || st_phase(st) != phase_lo(atomic_load(&rel(bi)->phase))) return EBUSY;
     /* One RMW on `inside` decides against every registering waiter (theirs
      * is an RMW too): either one is counted here (EBUSY) or it sees DEAD. */
     uint32_t none = 0;
@@ -110,11 +112,11 @@ int abar_cancel(abar_t *b)
      * all re-check the state and see CANCELLED.  Only the first cancel gets
      * here, so the bit changes the word.  release: pairs with their acquire
      * loads of the word. */
-    atomic_fetch_or_explicit(&bi->futex, ABAR__FUTEX_CANCELLED, memory_order_release);
+    atomic_fetch_or_explicit(&rel(bi)->futex, ABAR__FUTEX_CANCELLED, memory_order_release);
     /* Always wake: PARKED tells of sleepers of the open phase only, and a
      * release may have just cleared it for sleepers it has not yet woken
      * (found by the model, docs/reliability.md). */
-    abar__futex_wake_all(&bi->futex, bi->flags & ABAR_PSHARED);
+    abar__futex_wake_all(&rel(bi)->futex, bi->flags & ABAR_PSHARED);
     return 0;
 }
 
@@ -123,7 +125,7 @@ uint64_t abar_phase(const abar_t *b)
     struct abar_impl *bi = abar__live((abar_t *)b);
     if (bi == NULL) return 0;
     /* acquire: a caller that sees phase n sees what its completion wrote */
-    return atomic_load_explicit(&bi->phase, memory_order_acquire);
+    return atomic_load_explicit(&rel(bi)->phase, memory_order_acquire);
 }
 
 int abar_token_error(abar_token_t t)
@@ -136,10 +138,10 @@ int abar__test_set_phase(abar_t *b, uint64_t phase)
     struct abar_impl *bi = abar__live(b);
     if (bi == NULL) return EINVAL;
     uint64_t s = atomic_load(&bi->state);
-    if (st_phase(s) != 0 || atomic_load(&bi->phase) != 0 ||
+    if (st_phase(s) != 0 || atomic_load(&rel(bi)->phase) != 0 ||
         st_pending(s) != (int32_t)atomic_load(&bi->expected))
         return EBUSY;
-    atomic_store(&bi->phase, phase);
+    atomic_store(&rel(bi)->phase, phase);
     atomic_store(&bi->state, st_make(phase, st_pending(s), s & ~(ST_PHASE_MASK << ST_PHASE_SHIFT) & ~ST_PENDING_MASK));
     return 0;
 }

@@ -37,6 +37,7 @@ static inline bool pending_result(int r) { return r == EBUSY || r == OPEN; }
 static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abstime)
 {
     const bool pshared = b->flags & ABAR_PSHARED;
+    struct abar__release *rw = rel(b);
     uint64_t s;
     int r;
 
@@ -54,10 +55,10 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
          * and they share no line with the arrivals.  The usual news: our
          * phase is released.  acquire: pairs with the completer's release
          * store of phase. */
-        if (atomic_load_explicit(&b->phase, memory_order_acquire) > t.raw) return 0;
+        if (atomic_load_explicit(&rw->phase, memory_order_acquire) > t.raw) return 0;
         /* A cancel flags the futex word; a full look settles what that means
          * (and now and then what no word shows: the barrier finished). */
-        if ((atomic_load_explicit(&b->futex, memory_order_relaxed) & ABAR__FUTEX_CANCELLED) ||
+        if ((atomic_load_explicit(&rw->futex, memory_order_relaxed) & ABAR__FUTEX_CANCELLED) ||
             i % 1024 == 0) {
             if (!pending_result(r = look(b, t, &s))) return r;
         }
@@ -92,7 +93,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
          * or a cancel, changes it before waking, so the sleep below returns
          * at once if either came after this read.  acquire: pairs with their
          * release RMWs on it (a changed word means the state shows why). */
-        const uint32_t v = atomic_load_explicit(&b->futex, memory_order_acquire);
+        const uint32_t v = atomic_load_explicit(&rw->futex, memory_order_acquire);
         if (!pending_result(r = look(b, t, &s))) return r;
         if (abstime && abar__now_ns() >= deadline) return ETIMEDOUT;
         if (r == EBUSY || (s & ST_CANCELLED)) {
@@ -105,7 +106,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
             !atomic_compare_exchange_weak_explicit(&b->state, &s, s | ST_PARKED,
                                                    memory_order_acq_rel, memory_order_acquire))
             continue;
-        if (abar__futex_wait(&b->futex, v, pshared, abstime) == ETIMEDOUT) {
+        if (abar__futex_wait(&rw->futex, v, pshared, abstime) == ETIMEDOUT) {
             r = look(b, t, &s);
             return pending_result(r) ? ETIMEDOUT : r;
         }
@@ -176,7 +177,7 @@ static int wait_common(abar_t *b, abar_token_t t, const struct timespec *abstime
     if (t.id != bi->ident) return EINVAL;     /* another barrier's, or before a re-init */
     /* Completed already: decided on the release line alone.  acquire: pairs
      * with the completer's release store of phase. */
-    if (t.raw < atomic_load_explicit(&bi->phase, memory_order_acquire)) return 0;
+    if (t.raw < atomic_load_explicit(&rel(bi)->phase, memory_order_acquire)) return 0;
     uint64_t s;
     if (mode == WAIT_TEST) {
         int r = look(bi, t, &s);

@@ -1,7 +1,7 @@
 /*
  * stress.c - long stress of the abar host barrier.
  *
- *   stress [-p PHASES] [-t THREADS] [-w default|spin|park|all] [-s SEED] [-T SECONDS] [-q]
+ *   stress [-p PHASES] [-t THREADS] [-w default|spin|park|all] [-s SEED] [-T SECONDS] [-C] [-q]
  *
  * Runs PHASES phases (default 10^8) under each wait policy asked for (all:
  * PHASES/3 each), with THREADS participants (default 4), in epochs on the
@@ -20,6 +20,9 @@
  * its token names that phase, and every participant's write made before
  * its arrival is visible.  Any violation: a message and exit 1.  A hang is
  * caught by a watchdog (no phase for 30 s: exit 2).  Prints phases/s.
+ * -C runs without a completion function (a barrier of two then takes the
+ * pair path, arrive.c): a release is then checked by the phase count and
+ * the payloads alone.
  * -T stops each policy at the end of the epoch running when SECONDS have
  * passed since it began (the phases then run are reported).
  */
@@ -54,6 +57,7 @@ static int payload[4][MAXT];              /* by phase mod 4: a thread is at most
 static _Atomic int failed;
 static _Atomic uint64_t progress;          /* for the watchdog */
 static uint64_t total_phases;
+static int no_completion;                  /* -C */
 static double time_limit;                  /* -T: seconds a policy may run; 0: none */
 
 #define FAILF(...)                                                          \
@@ -157,6 +161,10 @@ static void *worker(void *p)
                 r = abar_token_error(t);
                 if (r == 0 && t.raw == ph) r = wait_how(t, how % 3);
                 else if (r == 0 && t.raw < ph) FAILF("abar_current went back");
+                /* phase ph is complete, its release perhaps still being
+                 * published (abar_current names ph+1 from the state word
+                 * already): a token for ph waits that out */
+                else if (r == 0) r = wait_how(abar_token_at(&bar, ph), how % 3);
             } else if (how == 4 && !pair && !canceller) {
                 atomic_fetch_add_explicit(&arrivals[ph & 3], 1, memory_order_relaxed);
                 r = abar_arrive_and_wait(&bar);
@@ -174,7 +182,7 @@ static void *worker(void *p)
             if (r != 0) FAILF("thread %u phase %llu: wait returned %d", id, (unsigned long long)ph, r);
             /* the invariant: released only after the completion of ph, with
              * every participant's write visible */
-            uint64_t c = completed;
+            uint64_t c = no_completion ? abar_phase(&bar) : completed;
             if (c < ph + 1) FAILF("released from phase %llu before its completion (%llu done)",
                                   (unsigned long long)ph, (unsigned long long)c);
             for (unsigned j = 0; j < alive_at(ph); j++)
@@ -223,7 +231,7 @@ static uint64_t run_policy(unsigned flags, uint64_t phases, const char *name, in
         args[i] = (struct targ){ i, &gate };
         pthread_create(&th[i], NULL, worker, &args[i]);
     }
-    abar_attr_t attr = { on_complete, NULL, flags };
+    abar_attr_t attr = { no_completion ? NULL : on_complete, NULL, flags };
     uint64_t done = 0, epochs = 0, cancels = 0, dropends = 0;
     double t0 = now_s();
     while (done < phases && !(time_limit > 0 && now_s() - t0 > time_limit)) {
@@ -243,7 +251,7 @@ static uint64_t run_policy(unsigned flags, uint64_t phases, const char *name, in
         pthread_barrier_wait(&gate);                /* epoch over */
         if (ending == 1) dropends++;
         if (ending == 2) cancels++;
-        done += completed;
+        done += no_completion ? abar_phase(&bar) : completed;
         r = abar_destroy(&bar);
         if (r != 0) FAILF("destroy after the epoch: %d", r);
         epochs++;
@@ -267,16 +275,17 @@ int main(int argc, char **argv)
     const char *pol = "all";
     int quiet = 0, opt;
     nthreads = 4;
-    while ((opt = getopt(argc, argv, "p:t:w:s:T:q")) != -1) {
+    while ((opt = getopt(argc, argv, "p:t:w:s:T:Cq")) != -1) {
         switch (opt) {
         case 'p': phases = strtoull(optarg, NULL, 0); break;
         case 't': nthreads = (unsigned)atoi(optarg); break;
         case 'w': pol = optarg; break;
         case 's': seed = strtoull(optarg, NULL, 0); break;
         case 'T': time_limit = strtod(optarg, NULL); break;
+        case 'C': no_completion = 1; break;
         case 'q': quiet = 1; break;
         default:
-            fprintf(stderr, "usage: stress [-p phases] [-t threads] [-w default|spin|park|all] [-s seed] [-T seconds]\n");
+            fprintf(stderr, "usage: stress [-p phases] [-t threads] [-w default|spin|park|all] [-s seed] [-T seconds] [-C]\n");
             return 64;
         }
     }

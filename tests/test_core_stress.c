@@ -400,7 +400,7 @@ static void rcompletion(void *arg)
               "another phase was counted in this one; state: phase bits %llu, pending %d, "
               "drops %u; phase word %llu; rogue attempts so far %ld)", r, c, (long)RT * (r + 1),
               (unsigned long long)st_phase(st), (int)st_pending(st), st_drops(st),
-              (unsigned long long)atomic_load(&bi->phase), atomic_load(&rrefused));
+              (unsigned long long)atomic_load(&rel(bi)->phase), atomic_load(&rrefused));
     }
     long seq = atomic_fetch_add(&rseq, 1) + 1;
     uint64_t t0 = now_ns();
