@@ -71,7 +71,14 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
                 r = look(b, t, &s); /* a verdict the futex word cannot show (finished) */
                 return pending_result(r) ? ETIMEDOUT : r;
             }
-            if (now - t0 >= budget) {
+            /* Oversubscribed, park only once the others have each had a
+             * turn too (4 yields per participant): with 4x more threads
+             * than CPUs a phase can outlast the budget, and waiters that
+             * park then make every later phase slower still (they must be
+             * woken): all end up parked, at ten times the phase time. */
+            if (now - t0 >= budget &&
+                (!oversubscribed ||
+                 i >= 4 * atomic_load_explicit(&b->expected, memory_order_relaxed))) {
                 if (!(b->flags & ABAR_WAIT_SPIN)) break;
                 /* A spinner past its budget never parks, but lets the CPU go
                  * each round: the thread it waits for may need it. */
