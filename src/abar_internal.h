@@ -91,7 +91,7 @@ struct abar__release {
  * two, as in a plain sense-reversing barrier.  With more threads, waiters
  * polling that line would be invalidated by every arrival: their release
  * words get a line of their own, and every arrival is one fetch-and-sub.
- * (Measured on the 16-core host: docs/performance.md.) */
+ * (Measured on the 16-core host: docs/bench.md.) */
 #define ABAR__PAIR_MAX 2u
 #define ABAR__PAIR 0x100u /* internal flag: expected <= ABAR__PAIR_MAX at init */
 
