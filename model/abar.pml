@@ -1,8 +1,9 @@
 /*
  * abar.pml - a Promela model of the abar host protocol (src/arrive.c,
- * src/wait.c, src/lifecycle.c, src/futex.c, src/abar_internal.h), checked
- * exhaustively with Spin.  Every step below names the C line it mirrors;
- * when the C changes, change the step beside its annotation.
+ * src/wait.c, src/lifecycle.c, src/hazard.c, src/futex.c,
+ * src/abar_internal.h), checked exhaustively with Spin.  Every step below
+ * names the C line it mirrors (the sources as of commit 075c99f); when the
+ * C changes, change the step beside its annotation.
  *
  * What is modelled.  Each C atomic operation on the barrier (a load, a store,
  * a CAS, a fetch-op) is one indivisible Promela step, so Spin explores every
@@ -12,7 +13,15 @@
  * written beside each atomic there, and checked on a weak-memory target only
  * by tests/ (see docs/reliability.md).  The futex is modelled as the kernel
  * gives it: FUTEX_WAIT compares and enqueues in one step, FUTEX_WAKE dequeues
- * every sleeper.
+ * every sleeper.  The release protocol since 177c88b: a completer changes
+ * the futex word (its count bits, by CAS, keeping the cancel bit) only when
+ * its release CAS found PARKED, then stores `phase` last; abar_cancel sets
+ * the word's cancel bit and always wakes; spinners poll `phase` and the
+ * cancel bit; a parker reads the word before its look and sleeps on that
+ * value, and yields instead of parking when its look found the barrier
+ * cancelled but the phase looked complete.  With PAIR, the last single
+ * arrival of a barrier of two without a completion function counts itself
+ * and opens the next phase in one CAS, then publishes as a completer does.
  *
  * Properties (each an assert below, plus Spin's invalid-end-state check):
  *   P1 no wait returns 0 before every arrival of its phase was counted, and
@@ -28,7 +37,7 @@
  *      phase completed, and no arrival is counted after the cancel;
  *   P5 destroy never overlaps a call in progress: after abar_destroy returns
  *      0 no thread touches the barrier memory (FUTEX_WAKE on the address is
- *      allowed, futex.c:54-57); destroy is EBUSY while anyone is inside.
+ *      allowed, futex.c:52-55); destroy is EBUSY while anyone is inside.
  *
  * Knobs (spin -DNAME=value): N workers (3), NPH phases (3), PBITS phase bits
  * in the state word (2: the 21-bit field wraps every 4 phases here, so the
@@ -37,18 +46,34 @@
  * not checked, since a spurious return can mask a lost wake-up), SPLIT_FINAL
  * (0: 1 lets non-destroying workers use a split arrive + wait in the last
  * phase, which SPEC does not make safe against destroy: see reliability.md),
- * MUTANT (0: k>0 plants bug k, which the check must find; see run_model.sh),
+ * MUTANT (0: k>0 plants bug k, which the check must find; see run_model.sh.
+ * 1 release before the state CAS, 2 no PARKED flag, 3 the completer never
+ * wakes, 5 cancel does not change the futex word, 6 arrive_and_wait
+ * registers after its arrival, 7 the completer does not bump the futex word
+ * although PARKED, 8 (with PAIR) pair_last publishes as if it had not found
+ * PARKED: no bump, no wake.  There is no 4 any more: it was a completer's futex
+ * write that lost cancel's change; since 177c88b the word's cancel bit only
+ * hastens spinners, whose 1024th round's look sees the cancel anyway, and
+ * a bump that drops the bit is not an error for P1-P5),
  * ATOMIC_SNAPSHOT (0: 1 makes abar__snapshot one step, see there),
- * FIX_ARRIVAL_PHASE (1, as arrive.c:25-26 since 8fb3cd8: the token from
+ * FIX_ARRIVAL_PHASE (1, as arrive.c:59-60 since 8fb3cd8: the token from
  * `phase` read before the arrival's RMW; 0: the code before, read after it,
  * finding F1 in docs/reliability.md),
- * FIX_CANCEL_WAKE (1, as lifecycle.c since 8fb3cd8: abar_cancel always
- * wakes; 0: only when PARKED, finding F2),
+ * FIX_CANCEL_WAKE (1, as lifecycle.c:116-119 since 8fb3cd8: abar_cancel
+ * always wakes; 0: only when PARKED, finding F2),
+ * FIX_CANCEL_PARK (1, as wait.c:106 since 177c88b: a parker whose look said
+ * "pending" on a cancelled state yields instead of sleeping; 0: it parks,
+ * finding F4),
  * NO_ONLY (0: 1 leaves out the plain arrive without a wait in the last
  * phase, whose access after its counted arrival is a known finding),
  * PSHARED (0: waiters announce themselves in hazard slots, hazard.c; 1: in
  * the `inside` count, as process-shared barriers do),
- * FULL_MENU (0: 1 lets every worker choose every call pattern each phase).
+ * FULL_MENU (0: 1 lets every worker choose every call pattern each phase),
+ * PAIR (0: the barrier has a completion function, so every arrival takes
+ * the general path; 1: it has none and expects N <= ABAR__PAIR_MAX = 2
+ * threads, abar_internal.h:87-96: a single arrival first tries pair_last,
+ * arrive.c:64, which counts the last arrival and opens the next phase in
+ * one CAS; since 63886e9).
  */
 
 #ifndef N
@@ -87,11 +112,20 @@
 #ifndef FIX_CANCEL_WAKE
 #define FIX_CANCEL_WAKE 1
 #endif
+#ifndef FIX_CANCEL_PARK
+#define FIX_CANCEL_PARK 1
+#endif
 #ifndef NO_ONLY
 #define NO_ONLY 0
 #endif
 #ifndef ATOMIC_SNAPSHOT
 #define ATOMIC_SNAPSHOT 0
+#endif
+#ifndef PAIR
+#define PAIR 0
+#endif
+#if PAIR && (N > 2 || !FIX_ARRIVAL_PHASE)
+#error PAIR needs N <= 2 (ABAR__PAIR_MAX) and FIX_ARRIVAL_PHASE
 #endif
 
 #define NPROC (N + 2)
@@ -104,9 +138,9 @@
 #define ECANCELED 125
 #define OPEN      255   /* judge: the token's phase is the open one (wait.c:8) */
 
-/* The state word, abar_internal.h:4-15, shrunk: pending with a bias of 8 in
- * 4 bits (it reads below 0 while refused arrivals are undone), drops 3 bits,
- * the flags, then PBITS of phase (the C: 22, 20, 3 flags, 19). */
+/* The state word, abar_internal.h:4-20 and 46-56, shrunk: pending with a
+ * bias of 8 in 4 bits (it reads below 0 while refused arrivals are undone),
+ * drops 3 bits, the flags, then PBITS of phase (the C: 22, 20, 3 flags, 19). */
 #define BIAS        8
 #define PEND(s)     (((s) & 15) - BIAS)
 #define DROPS(s)    (((s) >> 4) & 7)
@@ -118,16 +152,27 @@
 #define PMASK       ((1 << PBITS) - 1)
 #define STPH(s)     (((s) >> PSHIFT) & PMASK)
 #define LO(p)       ((p) & PMASK)
-#define MAKE(p, pend, fl) ((LO(p) << PSHIFT) | (fl) | ((pend) + BIAS))  /* abar_internal.h:64-67 */
-#define COMPLETING(s) (PEND(s) <= 0 && ((s) & FIN) == 0)               /* abar_internal.h:69-72 */
-#define FUT(p)      ((p) & 255)   /* the 32-bit futex word, shrunk to 8 bits */
-#define FUT_BUMP    128           /* cancel's +0x80000000, lifecycle.c:105 */
-#define INSIDE_DEAD 128           /* ABAR__INSIDE_DEAD, abar_internal.h:160 */
+#define MAKE(p, pend, fl) ((LO(p) << PSHIFT) | (fl) | ((pend) + BIAS))  /* abar_internal.h:66-69 */
+#define COMPLETING(s) (PEND(s) <= 0 && ((s) & FIN) == 0)               /* abar_internal.h:71-74 */
+/* The 32-bit futex word (abar_internal.h:82-83), shrunk to 8 bits: bit 7 is
+ * ABAR__FUTEX_CANCELLED (bit 31, abar_internal.h:76, set by abar_cancel),
+ * the low 7 bits count the releases that found PARKED (arrive.c:155-160;
+ * at most NPH of them here, so the count never wraps back to a value a
+ * sleeper read). */
+#define FUT_CANC    128
+#define FUT_COUNT   127
+#define INSIDE_DEAD 128           /* ABAR__INSIDE_DEAD, abar_internal.h:189 */
 
-/* ---- the barrier (struct abar_impl, abar_internal.h:74-94) ---- */
-int  state = N + BIAS;  /* MAKE(0, N, 0): abar_init, lifecycle.c:62 */
-byte phase = 0;         /* completed phases (byte: NPH < 250) */
-byte futex = 0;
+/* ---- the barrier (struct abar_impl, abar_internal.h:98-118) ----
+ * `phase` and `futex` are the release words (struct abar__release,
+ * abar_internal.h:78-84), which every access reaches through rel(b)
+ * (abar_internal.h:127-131): `pair` beside the state word or `wide` on a
+ * line of its own, fixed at init (ABAR__PAIR, lifecycle.c:61), so either way
+ * one pair of words; where they live makes no difference to the protocol.
+ * What ABAR__PAIR does change, pair_last, is the PAIR knob. */
+int  state = N + BIAS;  /* MAKE(0, N, 0): abar_init, lifecycle.c:66 */
+byte phase = 0;         /* completed phases (byte: NPH < 250), lifecycle.c:67,69 */
+byte futex = 0;         /* lifecycle.c:68,70 */
 byte inside = 0;        /* count (PSHARED) | INSIDE_DEAD */
 byte expected = N;
 bool dead = 0;          /* magic == ABAR__MAGIC_DEAD, set by destroy */
@@ -148,11 +193,11 @@ bool cdone = !CANCELLER, odone = !OBSERVER;
 #define GEXP(p)    ((p) == 0 -> N : gexp[p])
 
 /* Every access to barrier memory: never after a successful destroy (P5).
- * abar__live's load of magic (abar_internal.h:111) is folded into the call's
+ * abar__live's load of magic (abar_internal.h:149) is folded into the call's
  * next access: a destroy before either is caught by that access. */
 #define ACCESS     assert(!dead)
 
-/* abar__snapshot, abar_internal.h:117-131: read phase, state, phase again;
+/* abar__snapshot, abar_internal.h:156-170: read phase, state, phase again;
  * returns cur (completed phases) and a state naming cur or cur + 1.  With
  * ATOMIC_SNAPSHOT the three loads are one step; that is sound exactly when
  * the check below holds for the three-step version (the ATOMIC_SNAPSHOT=0
@@ -166,12 +211,12 @@ inline snapshot(res, sv)
 inline snapshot(res, sv)
 {
     do
-    :: atomic { ACCESS; ph1 = phase };                   /* abar_internal.h:121 */
-       atomic { ACCESS; sv = state; gsr = gS };          /* abar_internal.h:123 */
-       atomic { ACCESS; ph2 = phase };                   /* abar_internal.h:126 */
+    :: atomic { ACCESS; ph1 = phase };                   /* abar_internal.h:160 */
+       atomic { ACCESS; sv = state; gsr = gS };          /* abar_internal.h:162 */
+       atomic { ACCESS; ph2 = phase };                   /* abar_internal.h:165 */
        if
        :: ph2 == ph1 ->
-          res = ph1;                                     /* abar_internal.h:128 */
+          res = ph1;                                     /* abar_internal.h:166-167 */
           assert(gsr == res || gsr == res + 1);          /* P2: phase in {S-1, S} */
           assert(STPH(sv) == LO(gsr));
           ph1 = 0; ph2 = 0; gsr = 0;                     /* dead: keep the state space small */
@@ -181,7 +226,7 @@ inline snapshot(res, sv)
     od
 }
 #endif
-/* abar__state_phase, abar_internal.h:134-137 */
+/* abar__state_phase, abar_internal.h:172-175 */
 #define STATE_PHASE(c, sv) (STPH(sv) == LO(c) -> (c) : (c) + 1)
 
 /* judge, wait.c:14-26 (EDEADLK needs a completion that waits: not modelled) */
@@ -206,13 +251,14 @@ inline look(res, tk)
     judge(res, tk, cur, s)
 }
 
-/* abar__futex_wake_all, futex.c: touches only the address. */
+/* abar__futex_wake_all, futex.c:56-62: touches only the address. */
 inline futex_wake_all()
 {
     d_step { i = 0; do :: i < NPROC -> fq[i] = 0; i++ :: else -> break od; i = 0 }
 }
 
-/* abar__futex_wait, futex.c, called with val and a deadline or none. */
+/* abar__futex_wait, futex.c:66-76 (FUTEX_WAIT_BITSET, futex.c:71), called
+ * with val and a deadline or none. */
 inline futex_wait(res, val, tmd)
 {
     atomic {                     /* the kernel: compare and enqueue at once */
@@ -232,46 +278,65 @@ inline futex_wait(res, val, tmd)
     od
 }
 
-/* block, wait.c:37-106: spin (unless PARK), then park.  Returns in r. */
+/* block, wait.c:37-121: spin (unless PARK), then park.  Returns in r. */
 inline block(tk, tmd)
 {
-    /* The spin loop, wait.c:53-81.  Its policy is a free choice each round:
-     * ABAR_WAIT_PARK skips it, the default leaves it when the budget is
-     * spent (any round), ABAR_WAIT_SPIN never leaves it.  A round whose poll
-     * of the futex word (wait.c:58) finds it unchanged changes nothing but
-     * the spinner's locals, so the model folds such rounds into one blocking
-     * step that waits for the word to move: a spinner never released is a
-     * deadlock Spin reports, not a silent cycle.  The i % 1024 look only
-     * matters after 2^32 phases inside one wait (not reachable here). */
+    /* The spin loop, wait.c:53-88.  Its policy is a free choice each round:
+     * ABAR_WAIT_PARK skips it (wait.c:47), the default leaves it when the
+     * budget is spent (and, oversubscribed, after 4 yields per participant:
+     * any round, wait.c:79-82), ABAR_WAIT_SPIN never leaves
+     * it.  A round reads `phase` (wait.c:58), then the futex word's cancel
+     * bit (wait.c:61), and looks (wait.c:63) when the bit is set or on every
+     * 1024th round (wait.c:62).  A round whose loads find phase <= tk, the
+     * bit clear, and (if it looks) the token still pending changes nothing
+     * but the spinner's locals; such rounds are folded into one blocking step
+     * that waits until a round can see news: `phase` past tk, the bit, or
+     * CANCELLED or FINISHED in the state word (what the 1024th round's look
+     * reports; FINISHED no release word shows).  A look that straddles that
+     * moment reads the same values as one begun after it (it retries unless
+     * `phase` held still).  So a spinner never released is a deadlock Spin
+     * reports, not a silent cycle.  The fold also waits for `dead`: a
+     * spinner polls the words until it leaves, so a destroy under it is
+     * caught (P5) by the round's first access. */
     do
-    :: atomic { ACCESS; futex != FUT(tk) } ->            /* wait.c:58 */
-       atomic { ACCESS; tmp = phase };                   /* wait.c:62 */
+    :: atomic { ACCESS; phase > tk || (futex & FUT_CANC) || (state & (CANC | FIN)) || dead } ->
+       atomic { ACCESS; tmp = phase };                   /* wait.c:58 */
        if
        :: tmp > tk -> r = 0; goto blockdone
        :: else -> skip
        fi;
-       look(r, tk);                                      /* wait.c:63 */
-       if :: !PENDING(r) -> goto blockdone :: else -> skip fi
+       atomic { ACCESS; tmp = futex };                   /* wait.c:61 */
+       if
+       :: skip ->                                        /* wait.c:61-62: the cancel bit, or i % 1024 == 0 */
+          tmp = 0;
+          look(r, tk);                                   /* wait.c:63 */
+          if :: !PENDING(r) -> goto blockdone :: else -> skip fi
+       :: !(tmp & FUT_CANC) -> tmp = 0                   /* no bit, not a 1024th round */
+       fi
     :: tmd ->                                            /* wait.c:70-73: deadline, one more look */
        look(r, tk);
        r = (PENDING(r) -> ETIMEDOUT : r);
        goto blockdone
-    :: break                                             /* wait.c:47,75: park */
+    :: break                                             /* wait.c:47,82: park */
     od;
-    /* The park loop, wait.c:88-105. */
+    /* The park loop, wait.c:98-120. */
     do
-    :: look(r, tk);                                      /* wait.c:89 */
+    :: atomic { ACCESS; v = futex };                     /* wait.c:103: the word before the look */
+       look(r, tk);                                      /* wait.c:104 */
        if :: !PENDING(r) -> goto blockdone :: else -> skip fi;
-       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:90 */
+       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:105 */
        if
-       :: r == EBUSY -> goto parkagain                   /* wait.c:91-94: yield */
+       :: r == EBUSY -> goto parkagain                   /* wait.c:106-108: yield */
+#if FIX_CANCEL_PARK
+       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:106-108: cancelled, looked complete: yield */
+#endif
        :: else -> skip
        fi;
 #if MUTANT == 2
        /* bug 2: sleep without announcing PARKED */
 #else
        if
-       :: !(s & PARKED) ->                               /* wait.c:97-100 */
+       :: !(s & PARKED) ->                               /* wait.c:112-115 */
           atomic {
               ACCESS;
               if
@@ -283,37 +348,58 @@ inline block(tk, tmd)
        :: else -> skip
        fi;
 #endif
-       futex_wait(r, FUT(tk), tmd);                      /* wait.c:101 */
+       futex_wait(r, v, tmd);                            /* wait.c:116 */
        if
        :: r == ETIMEDOUT ->
-          look(r, tk);                                   /* wait.c:102 */
-          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:103 */
+          look(r, tk);                                   /* wait.c:117 */
+          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:118 */
           goto blockdone
        :: else -> skip
        fi;
 parkagain:
-       skip
+       v = 0
     od;
 blockdone:
-    cur = 0; s = 0; ok = 0; tmp = 0
+    cur = 0; s = 0; ok = 0; tmp = 0; v = 0
 }
 
-/* enter, wait.c:115-139: announce, then wait out a destroy's mark. */
+/* enter, wait.c:130-155: announce, then wait out a destroy's mark.
+ *
+ * The hazard-slot fences (hazard.c:11-21).  The C orders the slot store
+ * before the waiter's next loads with a "light" fence (wait.c:138,
+ * abar_internal.h:210-214: only a compiler barrier where membarrier is
+ * registered) and destroy's mark before its slot loads with a "heavy" one
+ * (lifecycle.c:93, hazard.c:50-60: membarrier PRIVATE_EXPEDITED, then a
+ * seq_cst fence).  The model is sequentially consistent, i.e. it assumes a
+ * full fence on both sides; that is sound for the asymmetric pair because
+ * the pair gives the same guarantee for this store-load (Dekker) pattern:
+ * membarrier returns only after every running thread of the process has
+ * executed a full fence, and a thread not running has been switched out
+ * (which fences), so each waiter's program order (slot store, then its
+ * loads of `inside`/the words, which the compiler barrier keeps in that
+ * order) is cut at one point by a full fence that is ordered against
+ * destroy's seq_cst fence.  Cut before the slot store or between the store
+ * and the loads: the loads come after and see the mark; cut after the
+ * loads: the store came before and destroy's scan sees the slot.  Either way
+ * one sees the other -- exactly the outcomes of the interleavings below
+ * (slot store and the `inside` load are separate steps, interleaved freely
+ * with destroy's mark and scan).  Without membarrier both sides are seq_cst
+ * fences, the classic pair. */
 inline enter()
 {
 #if PSHARED
-    atomic { ACCESS; inside++ };                         /* wait.c:126 */
+    atomic { ACCESS; inside++ };                         /* wait.c:142 */
 #else
-    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:119, fence 122 */
+    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:134, light fence 138 */
 #endif
     entered = 1;
     do
-    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:131 */
-    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:132: destroyed */
+    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:147 */
+    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:148: destroyed */
        entered = 0; break
     od;
     if
-    :: !entered ->                                       /* wait.c:133 leave */
+    :: !entered ->                                       /* wait.c:149 leave */
 #if PSHARED
        atomic { inside-- }
 #else
@@ -323,24 +409,24 @@ inline enter()
     fi
 }
 
-/* leave, wait.c:143-151: after it this thread touches the barrier no more. */
+/* leave, wait.c:159-167: after it this thread touches the barrier no more. */
 inline leave()
 {
 #if PSHARED
-    atomic { ACCESS; inside-- }                          /* wait.c:146 */
+    atomic { ACCESS; inside-- }                          /* wait.c:162 */
 #else
-    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:149 */
+    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:165 */
 #endif
 }
 
-/* wait_registered, wait.c:154-161 (the caller, wait_common, found the token
- * not yet complete on the release line, wait.c:169-171). */
+/* wait_registered, wait.c:170-177 (the caller, wait_common, found the token
+ * not yet complete on the release words, wait.c:187). */
 inline wait_registered(tk, tmd)
 {
-    enter();                                             /* wait.c:157 */
+    enter();                                             /* wait.c:173 */
     assert(entered);                                     /* no destroy races these waits */
-    block(tk, tmd);                                      /* wait.c:158 */
-    leave()                                              /* wait.c:159 */
+    block(tk, tmd);                                      /* wait.c:174 */
+    leave()                                              /* wait.c:175 */
 }
 
 /* What a returned wait may say (P1, P4). */
@@ -354,32 +440,73 @@ inline check_wait(tk, res, tmd)
     fi
 }
 
-/* abar__complete, arrive.c:66-110, for phase p whose last arrival made ns. */
+/* publish, arrive.c:141-163: release the waiters of phase p after the
+ * release CAS on `state`, which found PARKED if prk.  Only then the futex
+ * word changes: its count bits, by CAS, keeping the cancel bit (a cancel may
+ * set it meanwhile).  Uses tmp (the caller's is dead by now). */
+inline publish(p, prk)
+{
+#if MUTANT == 7
+    /* bug 7: the futex word is not changed although PARKED */
+#else
+    if
+    :: prk ->                                            /* arrive.c:155 */
+       atomic { ACCESS; tmp = futex };                   /* arrive.c:156: f */
+       do                                                /* arrive.c:157-159 */
+       :: atomic {
+              ACCESS;
+              if
+              :: futex == tmp ->
+                 futex = (tmp & FUT_CANC) | ((tmp + 1) & FUT_COUNT); ok = 1
+              :: else -> tmp = futex; ok = 0
+              fi
+          };
+          if :: ok -> break :: else -> skip fi
+       od;
+       tmp = 0
+    :: else -> skip
+    fi;
+#endif
+#if MUTANT != 1
+    atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* arrive.c:161: the last access */
+#endif
+#if MUTANT == 3
+    skip                                                 /* bug 3: never wake */
+#else
+    if
+    :: prk -> futex_wake_all()                           /* arrive.c:162 */
+    :: else -> skip
+    fi
+#endif
+}
+
+/* abar__complete, arrive.c:103-139, for phase p whose last arrival made ns
+ * (bug 1 stores `phase` before the state CAS; publish then leaves it out). */
 inline complete(p, ns)
 {
-    atomic {                                             /* arrive.c:70-75: the completion */
+    atomic {                                             /* arrive.c:107-112: the completion */
         ACCESS;
         assert(arrived[p] == GEXP(p));                   /* P1: every arrival counted */
         assert(!released[p]);                            /* P1: before any release */
         compl[p]++;
         assert(compl[p] == 1)                            /* P1: exactly once */
     };
-    atomic { ACCESS; next = expected - DROPS(ns) };      /* arrive.c:79 */
+    atomic { ACCESS; next = expected - DROPS(ns) };      /* arrive.c:116 */
     if
-    :: DROPS(ns) -> atomic { ACCESS; expected = next }   /* arrive.c:80 */
+    :: DROPS(ns) -> atomic { ACCESS; expected = next }   /* arrive.c:117 */
     :: else -> skip
     fi;
-    atomic { ACCESS; phase == p };                       /* arrive.c:83: publish in order */
+    atomic { ACCESS; phase == p };                       /* arrive.c:120: publish in order */
 #if MUTANT == 1
     atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* bug 1: release before the state CAS */
 #endif
-    atomic { ACCESS; cur_s = state };                    /* arrive.c:84 */
-    do                                                   /* arrive.c:91-100 */
+    atomic { ACCESS; cur_s = state };                    /* arrive.c:121 */
+    do                                                   /* arrive.c:128-137 */
     :: atomic {
            ACCESS;
            if
-           :: PEND(cur_s) != 0 -> cur_s = state; ok = 0  /* arrive.c:92-94: an undo pending */
-           :: PEND(cur_s) == 0 && state == cur_s ->      /* arrive.c:95-98 */
+           :: PEND(cur_s) != 0 -> cur_s = state; ok = 0  /* arrive.c:129-131: an undo pending */
+           :: PEND(cur_s) == 0 && state == cur_s ->      /* arrive.c:132-135 */
               state = MAKE(p + 1, next, (cur_s & CANC) | (next == 0 -> FIN : 0));
               gS = p + 1;
               gexp[p + 1] = GEXP(p) - gdrops[p];
@@ -391,34 +518,76 @@ inline complete(p, ns)
        };
        if :: ok -> break :: else -> skip fi
     od;
-#if MUTANT == 4
-    atomic { ACCESS; futex = FUT(p + 1) };               /* bug 4: a store loses cancel's bump */
-#else
-    atomic { ACCESS; futex = (futex + 1) & 255 };        /* arrive.c:107 */
-#endif
-#if MUTANT != 1
-    atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* arrive.c:108: the last access */
-#endif
-#if MUTANT == 3
-    skip;                                                /* bug 3: never wake */
-#else
-    if
-    :: cur_s & PARKED -> futex_wake_all()                /* arrive.c:109 */
-    :: else -> skip
-    fi;
-#endif
+    publish(p, (cur_s & PARKED));                        /* arrive.c:138 */
     cur_s = 0; next = 0; ok = 0
 }
 
-/* arrive, arrive.c:22-57: n arrivals (a drop if drp); token in tp, r = error. */
+#if PAIR
+/* pair_last, arrive.c:21-51: the last arrival of a pair's phase (PAIR: the
+ * barrier expects N <= ABAR__PAIR_MAX threads and has no completion
+ * function, arrive.c:64) counts itself and opens phase p+1 in one CAS, then
+ * publishes.  ok = 1 if it did (token in tp); else nothing changed and the
+ * general path counts the arrival.  tmp holds `before` (arrive.c:60). */
+inline pair_last()
+{
+    ok = 0;
+    atomic { ACCESS; s = state };                        /* arrive.c:32 */
+    do
+    :: PEND(s) == 1 && !(s & (CANC | FIN)) && DROPS(s) == 0 -> /* arrive.c:33 */
+       tp = tmp + ((STPH(s) - tmp) & PMASK);             /* arrive.c:34: arrival_phase */
+       if
+       :: atomic { phase != tp -> ACCESS }; break        /* arrive.c:36: p not yet published */
+       :: atomic { phase == tp -> ACCESS }               /* arrive.c:36 */
+       fi;
+       atomic { ACCESS; next = expected };               /* arrive.c:37 */
+       atomic {                                          /* arrive.c:43-44: count and open p+1 */
+           ACCESS;
+           if
+           :: state == s ->
+              state = MAKE(tp + 1, next, 0);
+              assert(!gcancel);                          /* P4: nothing counted after cancel */
+              assert(tp == gS);                          /* P2: the token names the phase counted in */
+              arrived[gS] = arrived[gS] + 1;
+              /* No completion function: the phase completes here (the ghost
+               * of P1's completion, as in complete()). */
+              assert(arrived[tp] == GEXP(tp) && !released[tp]);
+              compl[tp]++;
+              assert(compl[tp] == 1);
+              gS = tp + 1;
+              gexp[tp + 1] = GEXP(tp) - gdrops[tp];
+              assert(gexp[tp + 1] == next);              /* expected tracks drops */
+              ok = 1
+           :: else -> s = state                          /* arrive.c:43: failed, judge again */
+           fi
+       };
+       if :: ok -> break :: else -> skip fi
+    :: else -> break                                     /* arrive.c:50: the general path */
+    od;
+    next = 0;
+    if
+#if MUTANT == 8
+    :: ok -> publish(tp, 0)                              /* bug 8: the pair path ignores PARKED */
+#else
+    :: ok -> publish(tp, (s & PARKED))                   /* arrive.c:45 */
+#endif
+    :: else -> tp = 0
+    fi
+}
+#endif
+
+/* arrive, arrive.c:54-94: n arrivals (a drop if drp); token in tp, r = error. */
 inline arrive(n, drp)
 {
 #if FIX_ARRIVAL_PHASE
-    atomic { ACCESS; tmp = phase };                      /* arrive.c:26: before the RMW */
+    atomic { ACCESS; tmp = phase };                      /* arrive.c:60: before the RMW */
 #endif
     if
-    :: (n) == 1 && !(drp) ->                             /* arrive.c:28 */
-       atomic {                                          /* arrive.c:33 fetch_sub */
+    :: (n) == 1 && !(drp) ->                             /* arrive.c:62 */
+#if PAIR
+       pair_last();                                      /* arrive.c:64 */
+       if :: ok -> r = 0; goto arrivedone :: else -> skip fi; /* arrive.c:65 */
+#endif
+       atomic {                                          /* arrive.c:70 fetch_sub */
            ACCESS; s = state; state = state - 1; ns = s - 1;
            if
            :: !(s & (CANC | FIN)) && PEND(s) >= 1 ->
@@ -428,19 +597,19 @@ inline arrive(n, drp)
            fi
        };
        if
-       :: (s & (CANC | FIN)) || PEND(s) < 1 ->           /* arrive.c:35-41: undo */
+       :: (s & (CANC | FIN)) || PEND(s) < 1 ->           /* arrive.c:72-78: undo (76) */
           atomic { ACCESS; state = state + 1 };
           r = ((s & (CANC | FIN)) -> ECANCELED : EINVAL)
        :: else -> r = 0
        fi
     :: else ->
-       atomic { ACCESS; s = state };                     /* arrive.c:43 */
+       atomic { ACCESS; s = state };                     /* arrive.c:80 */
        do
-       :: (s & (CANC | FIN)) -> r = ECANCELED; break     /* arrive.c:45 */
-       :: !(s & (CANC | FIN)) && (n) > PEND(s) -> r = EINVAL; break /* arrive.c:48 */
+       :: (s & (CANC | FIN)) -> r = ECANCELED; break     /* arrive.c:82 */
+       :: !(s & (CANC | FIN)) && (n) > PEND(s) -> r = EINVAL; break /* arrive.c:85 */
        :: !(s & (CANC | FIN)) && (n) <= PEND(s) ->
-          ns = s - (n) + ((drp) -> DROP_ONE : 0);        /* arrive.c:49 */
-          atomic {                                       /* arrive.c:51 */
+          ns = s - (n) + ((drp) -> DROP_ONE : 0);        /* arrive.c:86 */
+          atomic {                                       /* arrive.c:88 */
               ACCESS;
               if
               :: state == s ->
@@ -468,40 +637,41 @@ inline arrive(n, drp)
 #endif
        tmp = 0; gph = 0;
        if
-       :: PEND(ns) == 0 -> complete(tp, ns)              /* arrive.c:55 */
+       :: PEND(ns) == 0 -> complete(tp, ns)              /* arrive.c:92 */
        :: else -> skip
        fi
     :: else -> skip
     fi;
-    ns = 0; s = 0; ok = 0
+arrivedone:
+    ns = 0; s = 0; ok = 0; tmp = 0
 }
 
-/* abar_cancel, lifecycle.c:96-111 */
+/* abar_cancel, lifecycle.c:103-121 */
 inline cancel()
 {
-    atomic { ACCESS; old = state; state = state | CANC; gcancel = 1 }; /* lifecycle.c:101 */
+    atomic { ACCESS; old = state; state = state | CANC; gcancel = 1 }; /* lifecycle.c:108 */
     if
-    :: old & CANC -> skip                                /* lifecycle.c:102 */
+    :: old & CANC -> skip                                /* lifecycle.c:109 */
     :: else ->
 #if MUTANT != 5
-       atomic { ACCESS; futex = (futex + FUT_BUMP) & 255 }; /* lifecycle.c:105 */
+       atomic { ACCESS; futex = futex | FUT_CANC };      /* lifecycle.c:115: fetch_or of bit 31 */
 #endif
        if
-       :: (old & PARKED) || FIX_CANCEL_WAKE -> futex_wake_all() /* lifecycle.c:109 (before 8fb3cd8: only if PARKED) */
+       :: (old & PARKED) || FIX_CANCEL_WAKE -> futex_wake_all() /* lifecycle.c:119 (before 8fb3cd8: only if PARKED) */
        :: else -> skip
        fi
     fi
 }
 
-/* abar_destroy, lifecycle.c:73-94 */
+/* abar_destroy, lifecycle.c:79-101 */
 inline destroy()
 {
-    atomic { ACCESS; sread = state };                    /* lifecycle.c:78 */
-    atomic { ACCESS; tmp = phase };                      /* lifecycle.c:79 */
+    atomic { ACCESS; sread = state };                    /* lifecycle.c:84 */
+    atomic { ACCESS; tmp = phase };                      /* lifecycle.c:85 */
     if
     :: COMPLETING(sread) || STPH(sread) != LO(tmp) -> r = EBUSY
     :: else ->
-       atomic {                                          /* lifecycle.c:83 CAS 0 -> DEAD */
+       atomic {                                          /* lifecycle.c:89 CAS 0 -> DEAD */
            ACCESS;
            if
            :: inside == 0 -> inside = INSIDE_DEAD; ok = 1
@@ -512,13 +682,16 @@ inline destroy()
        :: !ok -> r = EBUSY
        :: else ->
 #if !PSHARED
-          /* lifecycle.c:86-90: the fence, then the hazard slots */
+          /* lifecycle.c:93-94: the heavy fence (see enter), then the
+           * hazard slots (hazard.c:108-115, read as one step: a slot
+           * set after the scan passed it belongs to a waiter that then
+           * sees the mark, wait.c:147) */
           atomic { ACCESS; i = 0; do :: i < NPROC && !slot[i] -> i++ :: else -> break od };
           if
-          :: i < NPROC -> atomic { ACCESS; inside = inside & ~INSIDE_DEAD }; r = EBUSY
+          :: i < NPROC -> atomic { ACCESS; inside = inside & ~INSIDE_DEAD }; r = EBUSY /* lifecycle.c:95-96 */
           :: else ->
 #endif
-             atomic { ACCESS; dead = 1 }; r = 0          /* lifecycle.c:92 */
+             atomic { ACCESS; dead = 1 }; r = 0          /* lifecycle.c:99 */
 #if !PSHARED
           fi;
           i = 0
@@ -537,7 +710,7 @@ inline destroy()
 /* Worker 0 never drops and destroys the barrier after its last wait. */
 active [N] proctype worker()
 {
-    byte k = 0, op, tp, cur, ph1, ph2, gsr, next, tmp, i, gph;
+    byte k = 0, op, tp, cur, ph1, ph2, gsr, next, tmp, i, gph, v;
     int s, ns, sread, cur_s;
     byte r;
     bool ok, timed, lastph, entered;
@@ -560,11 +733,11 @@ active [N] proctype worker()
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
        if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:215 */
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:244 */
        :: else -> skip
        fi;
 #endif
-       arrive(1, op == OP_DROP);                         /* wait.c:216 / arrive.c:112,118 */
+       arrive(1, op == OP_DROP);                         /* wait.c:245 / arrive.c:165,171 */
 #if MUTANT == 6
        if :: op == OP_AW -> enter() :: else -> skip fi;
 #endif
@@ -575,14 +748,14 @@ active [N] proctype worker()
        timed = (op == OP_TIMED);
        if
        :: r == 0 && op == OP_AW ->
-          block(tp, 0);                                  /* wait.c:217 */
+          block(tp, 0);                                  /* wait.c:246 */
           check_wait(tp, r, 0)
        :: r == 0 && (op == OP_SPLIT || op == OP_TIMED) ->
-          do                                             /* wait.c:163-183 */
-          :: atomic { ACCESS; tmp = phase };             /* wait.c:171 */
+          do                                             /* wait_common, wait.c:179-199 */
+          :: atomic { ACCESS; tmp = phase };             /* wait.c:187 */
              if
              :: tp < tmp -> r = 0; tmp = 0
-             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:182 */
+             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:198 */
              fi;
              check_wait(tp, r, timed);
              if
@@ -593,7 +766,7 @@ active [N] proctype worker()
        :: else -> skip
        fi;
        if
-       :: op == OP_AW -> leave()                         /* wait.c:218 */
+       :: op == OP_AW -> leave()                         /* wait.c:247 */
        :: else -> skip
        fi;
        if
@@ -638,25 +811,25 @@ active proctype canceller()
 #endif
 
 #if OBSERVER
-/* A non-participant: abar_current, then abar_wait (wait.c:197-205, 163-183). */
+/* A non-participant: abar_current, then abar_wait (wait.c:213-221, 179-199). */
 active proctype observer()
 {
-    byte tp, cur, ph1, ph2, gsr, tmp, i;
+    byte tp, cur, ph1, ph2, gsr, tmp, i, v;
     int s;
     byte r;
     bool ok, entered;
 
-    snapshot(cur, s);                                    /* wait.c:202 */
+    snapshot(cur, s);                                    /* wait.c:218 */
     if
-    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:203 */
-    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:204 */
+    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:219 */
+    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:220 */
     fi;
     if
     :: r == 0 && tp < NPH ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:171 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:187 */
        if
        :: tp < tmp -> r = 0; tmp = 0
-       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:182 */
+       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:198 */
        fi;
        check_wait(tp, r, 0)
     :: else -> skip
