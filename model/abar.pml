@@ -38,6 +38,19 @@
  *   P5 destroy never overlaps a call in progress: after abar_destroy returns
  *      0 no thread touches the barrier memory (FUTEX_WAKE on the address is
  *      allowed, futex.c:52-55); destroy is EBUSY while anyone is inside.
+ *   P6 (liveness, checked separately: pan -DNP, ./pan -l -f, run_model.sh's
+ *      `live`) every weakly fair execution terminates: there is no cycle
+ *      in which some process runs for ever (a CAS retry loop, a waiter that
+ *      yields on EBUSY or spins on a look that never settles) while each
+ *      process that stays enabled takes its steps.  The model has no
+ *      `progress` labels on purpose: every real progress step (an arrival
+ *      counted, a phase opened or published, a call returning for good)
+ *      changes a monotone variable, so no cycle can pass through one, and
+ *      every cycle is a non-progress cycle.  The folded spin rounds and futex_wait
+ *      block (above), so they form no cycle; once their condition holds it
+ *      holds for good (phase, the cancel bits and FIN only grow), which weak
+ *      fairness needs.  Not with SIGNALS=1: a signal storm (EINTR for ever)
+ *      is a cycle the environment makes.
  *
  * Knobs (spin -DNAME=value): N workers (3), NPH phases (3), PBITS phase bits
  * in the state word (2: the 21-bit field wraps every 4 phases here, so the
@@ -51,7 +64,9 @@
  * wakes, 5 cancel does not change the futex word, 6 arrive_and_wait
  * registers after its arrival, 7 the completer does not bump the futex word
  * although PARKED, 8 (with PAIR) pair_last publishes as if it had not found
- * PARKED: no bump, no wake.  There is no 4 any more: it was a completer's futex
+ * PARKED: no bump, no wake; livelocks, for P6: 9 a refused single arrival
+ * is never undone, 10 the completer's futex CAS retries with a stale value.
+ * There is no 4 any more: it was a completer's futex
  * write that lost cancel's change; since 177c88b the word's cancel bit only
  * hastens spinners, whose 1024th round's look sees the cancel anyway, and
  * a bump that drops the bit is not an error for P1-P5),
@@ -458,7 +473,12 @@ inline publish(p, prk)
               if
               :: futex == tmp ->
                  futex = (tmp & FUT_CANC) | ((tmp + 1) & FUT_COUNT); ok = 1
-              :: else -> tmp = futex; ok = 0
+              :: else ->
+#if MUTANT == 10
+                 ok = 0                          /* bug 10: retry with the stale value */
+#else
+                 tmp = futex; ok = 0
+#endif
               fi
           };
           if :: ok -> break :: else -> skip fi
@@ -598,7 +618,11 @@ inline arrive(n, drp)
        };
        if
        :: (s & (CANC | FIN)) || PEND(s) < 1 ->           /* arrive.c:72-78: undo (76) */
+#if MUTANT == 9
+          skip;                                          /* bug 9: the refused arrival is never undone */
+#else
           atomic { ACCESS; state = state + 1 };
+#endif
           r = ((s & (CANC | FIN)) -> ECANCELED : EINVAL)
        :: else -> r = 0
        fi

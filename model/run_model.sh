@@ -7,10 +7,14 @@
 #   exhaustively, each must report "errors: 0" and a complete search; then
 #   the findings F1, F2, F4 (old code), each planted bug (MUTANT=1,2,3,5,6,7,8)
 #   and the unsafe usage SPLIT_FINAL=1 must be caught (errors > 0), so the
-#   check is known to be able to fail.
+#   check is known to be able to fail.  Then liveness (P6): a non-progress
+#   cycle search under weak fairness (pan -DNP, -l -f) on three
+#   configurations must find no cycle, and must find the planted livelocks
+#   (MUTANT=9,10).
 # full: adds 3 workers x 3 phases with the canceller (hundreds of millions
 #   of states, several GB: raise ABAR_MODEL_MEMLIM; see docs/reliability.md
-#   for the figures), and the variant without cancel's unconditional wake.
+#   for the figures), the variant without cancel's unconditional wake, and
+#   the liveness check on two more configurations.
 #
 # Needs spin (Debian: apt-get install spin) and a C compiler (CC, default cc).
 # Exits non-zero, with a message, if either is missing: never skips as a pass.
@@ -113,6 +117,68 @@ check mutant7-parked-no-futex-bump  bug $M -DMUTANT=7
 check mutant8-pair-ignores-parked   bug $M -DMUTANT=8 -DPAIR=1
 check split-final-wait-vs-destroy   bug -DN=2 -DNPH=1 -DOBSERVER=0 -DCANCELLER=0 -DSPLIT_FINAL=1
 
+# Liveness (P6): every weakly fair execution terminates, i.e. no cycle in
+# which the system runs for ever (a CAS retry loop, a waiter that yields or
+# spins without end) while every process that stays enabled gets its turn.
+# The model has no progress labels: every real progress step changes a
+# monotone variable (an arrival, a phase, a return), so no cycle passes
+# through one, and every cycle is a non-progress cycle.  -DNP turns off the
+# end-state check; the safety runs above cover deadlocks.
+# live NAME EXPECT SPIN-DEFINES...   EXPECT: ok (no cycle, full search) or bug
+live_states=0
+live() {
+  local name=live-$1 expect=$2; shift 2
+  local d=$work/$name
+  rm -rf "$d"; mkdir -p "$d"; cp "$here/abar.pml" "$d/"
+  (cd "$d" && spin -a "$@" abar.pml >spin.log 2>&1) || { echo "FAIL $name: spin -a"; cat "$d/spin.log"; fail=1; return; }
+  (cd "$d" && "$CC" -w -O2 -DNP -DCOLLAPSE -DMEMLIM="$MEMLIM" -o pan pan.c >cc.log 2>&1) ||
+    { echo "FAIL $name: compiling pan"; cat "$d/cc.log"; fail=1; return; }
+  local t0=$SECONDS
+  # -l: non-progress cycles; -f: weak fairness
+  (cd "$d" && ./pan -m4000000 -l -f -c1 -n >pan.log 2>&1) || true
+  local log=$d/pan.log errs states
+  errs=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$log" | tail -1)
+  states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' "$log" | tail -1)
+  states=$(printf '%.0f' "${states:-0}")
+  local incomplete=""
+  grep -qE 'max search depth too small|reached -DMEMLIM bound|out of memory' "$log" && incomplete=1
+  grep -q 'fairness enabled' "$log" || incomplete=1
+  if [ "$expect" = ok ]; then
+    if [ "${errs:-x}" = 0 ] && [ -z "$incomplete" ]; then
+      echo "ok   $name: $states states, no non-progress cycle ($((SECONDS - t0)) s) [$*]"
+      live_states=$((live_states + states))
+    else
+      echo "FAIL $name: errors=${errs:-?} incomplete=${incomplete:-0} [$*]"
+      grep -E 'non-progress cycle \(|error|MEMLIM|depth' "$log" | head -5
+      [ -f "$d/abar.pml.trail" ] && echo "  trail: (cd $d && spin -t -p $* abar.pml)"
+      fail=1
+    fi
+  else
+    if [ -n "${errs:-}" ] && [ "$errs" -gt 0 ] && grep -q 'non-progress cycle (' "$log"; then
+      echo "ok   $name: caught (non-progress cycle, $states states) [$*]"
+    else
+      echo "FAIL $name: the planted livelock was NOT caught [$*]"
+      fail=1
+    fi
+  fi
+}
+
+live fid-2x2-cancel  ok -DN=2 -DNPH=2 -DOBSERVER=0
+live fid-2x2-pair    ok -DN=2 -DNPH=2 -DOBSERVER=0 -DPAIR=1
+live atom-2x3-cancel ok -DN=2 -DNPH=3 -DOBSERVER=0 -DATOMIC_SNAPSHOT=1
+if [ "$mode" = full ]; then
+  live fid-3x1          ok -DN=3 -DNPH=1 -DOBSERVER=0 -DCANCELLER=0
+  live fid-2x2-pshared  ok -DN=2 -DNPH=2 -DOBSERVER=0 -DPSHARED=1
+fi
+# Planted livelocks: 9 a refused arrival is never undone (on a cancelled
+# barrier the count reads "completing" for ever: a waiter's look never
+# settles); 10 the completer's futex CAS retries with a stale value after
+# cancel's fetch_or (it loops for ever, `phase` is never published, its
+# waiter yields on EBUSY for ever; the safety check finds no error).
+live mutant9-refusal-never-undone   bug $M -DMUTANT=9
+live mutant10-futex-cas-stale-retry bug $M -DMUTANT=10
+
 echo "model: $total_states states explored in the passing configurations"
+echo "model: liveness: $live_states states explored (weak fairness) in the passing configurations"
 [ "$fail" = 0 ] && echo "model: PASS" || echo "model: FAIL"
 exit "$fail"
