@@ -113,9 +113,9 @@ int abar_cancel(abar_t *b)
      * here, so the bit changes the word.  release: pairs with their acquire
      * loads of the word. */
     atomic_fetch_or_explicit(&rel(bi)->futex, ABAR__FUTEX_CANCELLED, memory_order_release);
-    /* Always wake: PARKED tells of sleepers of the open phase only, and a
-     * release may have just cleared it for sleepers it has not yet woken
-     * (found by the model, docs/reliability.md). */
+    /* Always wake: PARKED tells of sleepers of the open phase only (a lost
+     * wake-up the model found, F2; today's park rule also prevents it, so
+     * this wake is a second guard: docs/reliability.md). */
     abar__futex_wake_all(&rel(bi)->futex, bi->flags & ABAR_PSHARED);
     return 0;
 }
