@@ -1,8 +1,8 @@
 /* hazard.c - which barriers this process's threads are blocked on.
  *
  * A waiter on a process-private barrier announces the barrier in a slot of
- * its own thread record (a plain store and a fence on a line no other thread
- * writes) instead of counting itself in the barrier (an atomic add on a line
+ * its own thread record (a plain store on a line no other thread writes;
+ * the fence is destroy's, below) instead of counting itself (an add on a line
  * every waiter shares).  abar_destroy scans the records: a barrier named in a
  * slot is in use.  Records are never freed: a thread's is recycled when it
  * exits.  Process-shared barriers keep the in-barrier count (another
