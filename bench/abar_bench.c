@@ -99,11 +99,16 @@ static void pt_aw(void *b, void *ts)
 
 /* ---- a plain C11 sense-reversing counter: what one shared counter costs ------- *
  * No features (no tokens, arrive_n, drop, cancel, completion, parking): the
- * floor for any single-counter algorithm, abar's included. */
+ * floor for any single-counter algorithm, abar's included.  Two layouts:
+ * c11-central keeps the generation word beside the count; c11-twoline puts
+ * it on a line of its own (libgomp's layout: `awaited` apart from
+ * `generation`), so the arrivals' RMWs do not invalidate the line every
+ * waiter polls. */
 struct c11c {
     _Atomic unsigned count __attribute__((aligned(64)));
-    _Atomic unsigned gen;
     unsigned n;
+    _Atomic unsigned gen_near;                             /* c11-central */
+    _Atomic unsigned gen_far __attribute__((aligned(64))); /* c11-twoline */
 };
 static void *c11c_create(unsigned n, void (*fn)(void *), void *arg)
 {
@@ -111,54 +116,31 @@ static void *c11c_create(unsigned n, void (*fn)(void *), void *arg)
     struct c11c *c = aligned_alloc(64, sizeof *c);
     if (!c) abort();
     atomic_init(&c->count, n);
-    atomic_init(&c->gen, 0);
+    atomic_init(&c->gen_near, 0);
+    atomic_init(&c->gen_far, 0);
     c->n = n;
     return c;
+}
+static inline void c11_aw(struct c11c *c, _Atomic unsigned *gen)
+{
+    unsigned g = atomic_load_explicit(gen, memory_order_relaxed);
+    /* acq_rel: the arrivals form a release sequence the last one acquires */
+    if (atomic_fetch_sub_explicit(&c->count, 1, memory_order_acq_rel) == 1) {
+        atomic_store_explicit(&c->count, c->n, memory_order_relaxed);
+        atomic_store_explicit(gen, g + 1, memory_order_release);
+    } else {
+        while (atomic_load_explicit(gen, memory_order_acquire) == g) cpu_relax();
+    }
 }
 static void c11c_aw(void *b, void *ts)
 {
     (void)ts;
-    struct c11c *c = b;
-    unsigned g = atomic_load_explicit(&c->gen, memory_order_relaxed);
-    /* acq_rel: the arrivals form a release sequence the last one acquires */
-    if (atomic_fetch_sub_explicit(&c->count, 1, memory_order_acq_rel) == 1) {
-        atomic_store_explicit(&c->count, c->n, memory_order_relaxed);
-        atomic_store_explicit(&c->gen, g + 1, memory_order_release);
-    } else {
-        while (atomic_load_explicit(&c->gen, memory_order_acquire) == g) cpu_relax();
-    }
-}
-
-/* The same counter with the generation word on a line of its own (libgomp's
- * layout: `awaited` apart from `generation`), so the arrivals' RMWs do not
- * invalidate the line every waiter polls. */
-struct c11t {
-    _Atomic unsigned count __attribute__((aligned(64)));
-    unsigned n;
-    _Atomic unsigned gen __attribute__((aligned(64)));
-};
-static void *c11t_create(unsigned n, void (*fn)(void *), void *arg)
-{
-    (void)fn; (void)arg;
-    struct c11t *c = aligned_alloc(64, sizeof *c);
-    if (!c) abort();
-    atomic_init(&c->count, n);
-    atomic_init(&c->gen, 0);
-    c->n = n;
-    return c;
+    c11_aw(b, &((struct c11c *)b)->gen_near);
 }
 static void c11t_aw(void *b, void *ts)
 {
     (void)ts;
-    struct c11t *c = b;
-    unsigned g = atomic_load_explicit(&c->gen, memory_order_relaxed);
-    /* acq_rel: as in c11c_aw */
-    if (atomic_fetch_sub_explicit(&c->count, 1, memory_order_acq_rel) == 1) {
-        atomic_store_explicit(&c->count, c->n, memory_order_relaxed);
-        atomic_store_explicit(&c->gen, g + 1, memory_order_release);
-    } else {
-        while (atomic_load_explicit(&c->gen, memory_order_acquire) == g) cpu_relax();
-    }
+    c11_aw(b, &((struct c11c *)b)->gen_far);
 }
 
 #ifndef ABAR_BENCH_ABAR_TAG
@@ -171,7 +153,7 @@ static const bimpl_t base_impls[] = {
     { ABAR_BENCH_ABAR_TAG "-park", 1, 1, abar_mk_park, abar_free, abar_ts_new, plain_free, abar_aw, abar_arr, abar_wt },
     { "pthread", 0, 0, pt_create, pt_destroy, NULL, NULL, pt_aw, NULL, NULL },
     { "c11-central", 0, 0, c11c_create, plain_free, NULL, NULL, c11c_aw, NULL, NULL },
-    { "c11-twoline", 0, 0, c11t_create, plain_free, NULL, NULL, c11t_aw, NULL, NULL },
+    { "c11-twoline", 0, 0, c11c_create, plain_free, NULL, NULL, c11t_aw, NULL, NULL },
 #ifdef ABAR_BENCH_HAVE_STD
     { "std-barrier", 1, 1, stdb_create, stdb_destroy, stdb_thread_state, stdb_thread_free,
       stdb_arrive_and_wait, stdb_arrive, stdb_wait },

@@ -222,40 +222,28 @@ static inline void rctl_record(rctl_t *rc, unsigned r, uint64_t k, uint64_t elap
 
 /* The loop every thread runs; PHASE is one phase of the barrier under test
  * (it may use `k`, the number of phases this thread completed in the round,
- * and `r`, the round). */
-#define RCTL_LOOP(rc, tid, PHASE)                                                        \
-    do {                                                                                 \
-        for (unsigned r = 0;; r++) {                                                     \
-            uint64_t k = 0, next_ = 1, t0_ = (tid) == 0 ? now_ns() : 0;                  \
-            for (;;) {                                                                   \
-                PHASE;                                                                   \
-                k++;                                                                     \
-                if ((tid) == 0 && k == next_) next_ = rctl_check((rc), r, k, t0_);       \
-                if (k >= atomic_load_explicit(&(rc)->stop[r], memory_order_acquire)) break; \
-            }                                                                            \
-            if ((tid) == 0) rctl_record((rc), r, k, now_ns() - t0_);                     \
-            if (r >= atomic_load_explicit(&(rc)->last_round, memory_order_acquire)) break; \
-        }                                                                                \
-    } while (0)
-
-/* RCTL_LOOP for a team that runs PHASE with no barrier between its threads
- * (the work alone): the same rounds, ended the same way (thread 0 reads the
- * clock and publishes stop[r]; a thread that is ahead leaves at once, one that
- * is behind finishes its stop[r] phases first), and every thread also times
- * its own rounds: own[r] = its ns per phase in round r. */
+ * and `r`, the round).  Thread 0 reads the clock and publishes stop[r]: a
+ * thread that is ahead leaves at once, one that is behind finishes its
+ * stop[r] phases first.  RCTL_LOOP_EACH also has every thread time its own
+ * rounds: own[r] = its ns per phase in round r (for a team that runs PHASE
+ * with no barrier between its threads: the work alone). */
+#define RCTL_LOOP(rc, tid, PHASE) RCTL_LOOP_EACH(rc, tid, (double *)NULL, PHASE)
 #define RCTL_LOOP_EACH(rc, tid, own, PHASE)                                              \
     do {                                                                                 \
+        double *own_ = (own);                                                            \
         for (unsigned r = 0;; r++) {                                                     \
-            uint64_t k = 0, next_ = 1, t0_ = now_ns();                                   \
+            uint64_t k = 0, next_ = 1, t0_ = (tid) == 0 || own_ ? now_ns() : 0;          \
             for (;;) {                                                                   \
                 PHASE;                                                                   \
                 k++;                                                                     \
                 if ((tid) == 0 && k == next_) next_ = rctl_check((rc), r, k, t0_);       \
                 if (k >= atomic_load_explicit(&(rc)->stop[r], memory_order_acquire)) break; \
             }                                                                            \
-            uint64_t e_ = now_ns() - t0_;                                                \
-            (own)[r] = (double)e_ / (double)k;                                           \
-            if ((tid) == 0) rctl_record((rc), r, k, e_);                                 \
+            if ((tid) == 0 || own_) {                                                    \
+                uint64_t e_ = now_ns() - t0_;                                            \
+                if (own_) own_[r] = (double)e_ / (double)k;                              \
+                if ((tid) == 0) rctl_record((rc), r, k, e_);                             \
+            }                                                                            \
             if (r >= atomic_load_explicit(&(rc)->last_round, memory_order_acquire)) break; \
         }                                                                                \
     } while (0)

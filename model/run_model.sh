@@ -38,26 +38,36 @@ fi
 total_states=0
 fail=0
 
-# check NAME EXPECT SPIN-DEFINES...   EXPECT: ok (no error, full search) or bug
-check() {
-  local name=$1 expect=$2; shift 2
-  local d=$work/$name
+# run_pan NAME CC-DEFINES PAN-FLAGS SPIN-DEFINES...: generates, builds and runs
+# pan in $work/NAME; sets d, log, errs, states, incomplete (1: the search was
+# cut short) and secs.  Returns 1, having said FAIL, if pan could not be built.
+run_pan() {
+  local name=$1 ccdefs=$2 panflags=$3; shift 3
+  d=$work/$name
   rm -rf "$d"; mkdir -p "$d"; cp "$here/abar.pml" "$d/"
-  (cd "$d" && spin -a "$@" abar.pml >spin.log 2>&1) || { echo "FAIL $name: spin -a"; cat "$d/spin.log"; fail=1; return; }
-  (cd "$d" && "$CC" -w -O2 -DSAFETY -DCOLLAPSE -DMEMLIM="$MEMLIM" -o pan pan.c >cc.log 2>&1) ||
-    { echo "FAIL $name: compiling pan"; cat "$d/cc.log"; fail=1; return; }
+  (cd "$d" && spin -a "$@" abar.pml >spin.log 2>&1) || { echo "FAIL $name: spin -a"; cat "$d/spin.log"; fail=1; return 1; }
+  # $ccdefs and $panflags are word lists: unquoted on purpose
+  (cd "$d" && "$CC" -w -O2 $ccdefs -DCOLLAPSE -DMEMLIM="$MEMLIM" -o pan pan.c >cc.log 2>&1) ||
+    { echo "FAIL $name: compiling pan"; cat "$d/cc.log"; fail=1; return 1; }
   local t0=$SECONDS
   # -m: search depth; -c1: stop at the first error; -n: no unreached-code list
-  (cd "$d" && ./pan -m4000000 -c1 -n >pan.log 2>&1) || true
-  local log=$d/pan.log errs states
+  (cd "$d" && ./pan -m4000000 $panflags -c1 -n >pan.log 2>&1) || true
+  secs=$((SECONDS - t0))
+  log=$d/pan.log
   errs=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$log" | tail -1)
   states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' "$log" | tail -1)
   states=$(printf '%.0f' "${states:-0}")
-  local incomplete=""
-  grep -qE 'max search depth too small|reached -DMEMLIM bound|out of memory' "$log" && incomplete=1
+  incomplete=""
+  if grep -qE 'max search depth too small|reached -DMEMLIM bound|out of memory' "$log"; then incomplete=1; fi
+}
+
+# check NAME EXPECT SPIN-DEFINES...   EXPECT: ok (no error, full search) or bug
+check() {
+  local name=$1 expect=$2; shift 2
+  run_pan "$name" -DSAFETY "" "$@" || return 0
   if [ "$expect" = ok ]; then
     if [ "${errs:-x}" = 0 ] && [ -z "$incomplete" ]; then
-      echo "ok   $name: $states states, no error ($((SECONDS - t0)) s) [$*]"
+      echo "ok   $name: $states states, no error ($secs s) [$*]"
       total_states=$((total_states + states))
     else
       echo "FAIL $name: errors=${errs:-?} incomplete=${incomplete:-0} [$*]"
@@ -128,24 +138,12 @@ check split-final-wait-vs-destroy   bug -DN=2 -DNPH=1 -DOBSERVER=0 -DCANCELLER=0
 live_states=0
 live() {
   local name=live-$1 expect=$2; shift 2
-  local d=$work/$name
-  rm -rf "$d"; mkdir -p "$d"; cp "$here/abar.pml" "$d/"
-  (cd "$d" && spin -a "$@" abar.pml >spin.log 2>&1) || { echo "FAIL $name: spin -a"; cat "$d/spin.log"; fail=1; return; }
-  (cd "$d" && "$CC" -w -O2 -DNP -DCOLLAPSE -DMEMLIM="$MEMLIM" -o pan pan.c >cc.log 2>&1) ||
-    { echo "FAIL $name: compiling pan"; cat "$d/cc.log"; fail=1; return; }
-  local t0=$SECONDS
   # -l: non-progress cycles; -f: weak fairness
-  (cd "$d" && ./pan -m4000000 -l -f -c1 -n >pan.log 2>&1) || true
-  local log=$d/pan.log errs states
-  errs=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' "$log" | tail -1)
-  states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' "$log" | tail -1)
-  states=$(printf '%.0f' "${states:-0}")
-  local incomplete=""
-  grep -qE 'max search depth too small|reached -DMEMLIM bound|out of memory' "$log" && incomplete=1
+  run_pan "$name" -DNP "-l -f" "$@" || return 0
   grep -q 'fairness enabled' "$log" || incomplete=1
   if [ "$expect" = ok ]; then
     if [ "${errs:-x}" = 0 ] && [ -z "$incomplete" ]; then
-      echo "ok   $name: $states states, no non-progress cycle ($((SECONDS - t0)) s) [$*]"
+      echo "ok   $name: $states states, no non-progress cycle ($secs s) [$*]"
       live_states=$((live_states + states))
     else
       echo "FAIL $name: errors=${errs:-?} incomplete=${incomplete:-0} [$*]"
