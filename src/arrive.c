@@ -50,9 +50,11 @@ static bool pair_last(struct abar_impl *b, uint64_t before, uint64_t *pp)
     return false;
 }
 
-/* Counts n arrivals (one of them a drop if `drop`) in the current phase. */
-static abar_token_t arrive(abar_t *b, uint32_t n, bool drop)
+/* Counts n arrivals (one of them a drop if `drop`) in the current phase;
+ * *last says whether they completed it (this thread ran the completion). */
+static abar_token_t arrive(abar_t *b, uint32_t n, bool drop, bool *last)
 {
+    *last = false;
     struct abar_impl *bi = abar__live(b);
     if (bi == NULL || n == 0 || n > ABAR_EXPECTED_MAX) return tok_error(EINVAL);
     const uint64_t ident = bi->ident; /* read now: after our RMW we may not touch bi */
@@ -61,8 +63,10 @@ static abar_token_t arrive(abar_t *b, uint32_t n, bool drop)
     uint64_t s, ns;
     if (n == 1 && !drop) {
         uint64_t p;
-        if ((bi->flags & ABAR__PAIR) && bi->completion == NULL && pair_last(bi, before, &p))
+        if ((bi->flags & ABAR__PAIR) && bi->completion == NULL && pair_last(bi, before, &p)) {
+            *last = true;
             return tok_make(p, ident);
+        }
         /* The common case: one atomic subtraction counts the arrival.
          * acq_rel: release publishes this thread's writes to whoever completes
          * the phase (all arrivals form one release sequence on `state`);
@@ -89,7 +93,10 @@ static abar_token_t arrive(abar_t *b, uint32_t n, bool drop)
                                                         memory_order_relaxed));
     }
     uint64_t p = arrival_phase(before, s);
-    if (st_pending(ns) == 0) abar__complete(bi, p, ns); /* the completer may: it owns the phase */
+    if (st_pending(ns) == 0) { /* the completer may: it owns the phase */
+        abar__complete(bi, p, ns);
+        *last = true;
+    }
     return tok_make(p, ident);
 }
 
@@ -162,11 +169,22 @@ static void publish(struct abar_impl *b, uint64_t p, bool parked)
     if (parked) abar__futex_wake_all(&r->futex, pshared);
 }
 
-abar_token_t abar_arrive(abar_t *b) { return arrive(b, 1, false); }
+abar_token_t abar__arrive_last(abar_t *b, bool *last) { return arrive(b, 1, false, last); }
 
-abar_token_t abar_arrive_n(abar_t *b, uint32_t n) { return arrive(b, n, false); }
+abar_token_t abar_arrive(abar_t *b)
+{
+    bool last;
+    return arrive(b, 1, false, &last);
+}
+
+abar_token_t abar_arrive_n(abar_t *b, uint32_t n)
+{
+    bool last;
+    return arrive(b, n, false, &last);
+}
 
 int abar_arrive_and_drop(abar_t *b)
 {
-    return abar_token_error(arrive(b, 1, true));
+    bool last;
+    return abar_token_error(arrive(b, 1, true, &last));
 }
