@@ -16,6 +16,16 @@ static inline uint64_t arrival_phase(uint64_t before, uint64_t s)
     return before + phase_lo(st_phase(s) - before);
 }
 
+/* The same from the `phase` word read just AFTER the RMW, by a thread that
+ * may still touch the barrier then (registered as inside a call, wait.c):
+ * phase ∈ {S-1, S} held at the RMW and the read came later, so S is the
+ * last phase at or before after+1 with s's low bits; exact unless 2^19
+ * phases completed between the RMW and the read. */
+static inline uint64_t arrival_phase_after(uint64_t after, uint64_t s)
+{
+    return after + 1 - phase_lo(after + 1 - st_phase(s));
+}
+
 static void publish(struct abar_impl *b, uint64_t p, bool parked);
 
 /* The last arrival of a pair's phase, when the barrier has no completion
@@ -98,6 +108,31 @@ static abar_token_t arrive(abar_t *b, uint32_t n, bool drop, bool *last)
         *last = true;
     }
     return tok_make(p, ident);
+}
+
+/* One arrival by a thread registered as inside a call on b (wait.c enter:
+ * a destroy says EBUSY until it leaves), so it may read the barrier after
+ * its RMW: the arrival is the RMW alone, with no read of the line before it
+ * (a read first would fetch the line shared, and the RMW then fetch it
+ * again to own it: two transfers where one will do).  A barrier of two
+ * thus moves its one line once per arrival, as a plain counter does. */
+abar_token_t abar__arrive_registered(struct abar_impl *bi, bool *last)
+{
+    *last = false;
+    /* acq_rel: as in arrive() */
+    const uint64_t s = atomic_fetch_sub_explicit(&bi->state, 1, memory_order_acq_rel);
+    if ((s & (ST_CANCELLED | ST_FINISHED)) || st_pending(s) < 1) {
+        atomic_fetch_add_explicit(&bi->state, 1, memory_order_relaxed); /* as in arrive() */
+        return tok_error(s & (ST_CANCELLED | ST_FINISHED) ? ECANCELED : EINVAL);
+    }
+    /* acquire: pairs with the completers' release stores of phase */
+    const uint64_t p =
+        arrival_phase_after(atomic_load_explicit(&rel(bi)->phase, memory_order_acquire), s);
+    if (st_pending(s) == 1) { /* ours was the last: complete the phase */
+        abar__complete(bi, p, s - 1);
+        *last = true;
+    }
+    return tok_make(p, bi->ident);
 }
 
 /* The last arrival of phase p: run the completion, reset, advance, release.
