@@ -242,7 +242,7 @@ int abar__arrive_and_wait_last(abar_t *b, bool *last)
      * see us. */
     bool counted;
     if (!enter(bi, &counted)) return EINVAL;
-    abar_token_t t = abar__arrive_registered(bi, last);
+    abar_token_t t = abar__arrive_last(b, last);
     int r = t.id == 0 ? abar__token_err(t) : block(bi, t, NULL); /* at once if we completed it */
     leave(bi, counted);
     return r;
