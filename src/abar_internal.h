@@ -178,7 +178,11 @@ static inline uint64_t abar__state_phase(uint64_t cur, uint64_t s)
 /* The completions this thread is running, innermost first (a completion may
  * arrive on another barrier and so run that one's completion, nested). */
 struct abar__frame { const struct abar_impl *b; const struct abar__frame *outer; };
-extern _Thread_local const struct abar__frame *abar__completing;
+/* initial-exec: a thread-local read is one load (no __tls_get_addr call in
+ * a shared library); the few bytes come from the static TLS surplus when
+ * the library is loaded by dlopen. */
+#define ABAR__TLS _Thread_local __attribute__((tls_model("initial-exec")))
+extern ABAR__TLS const struct abar__frame *abar__completing;
 static inline bool abar__in_completion_of(const struct abar_impl *b)
 {
     for (const struct abar__frame *f = abar__completing; f; f = f->outer)
@@ -197,6 +201,7 @@ void abar__complete(struct abar_impl *b, uint64_t phase, uint64_t s);
  * arrival completed the phase (exactly one thread a phase is told true):
  * PTHREAD_BARRIER_SERIAL_THREAD for the pthread interposer (src/pthread/). */
 abar_token_t abar__arrive_last(abar_t *b, bool *last);
+abar_token_t abar__arrive1(struct abar_impl *bi, bool *last); /* one arrival, bi live */
 int abar__arrive_and_wait_last(abar_t *b, bool *last);
 
 /* hazard.c: per-thread announcements of the barrier a thread is blocked on */
@@ -207,7 +212,14 @@ struct abar__hazard {
     _Atomic int used;         /* owned by a live thread */
     struct abar__hazard *next;
 };
-struct abar__hazard *abar__hazard_mine(void);
+struct abar__hazard *abar__hazard_claim(void);
+extern ABAR__TLS struct abar__hazard *abar__hazard_self;
+/* This thread's hazard record (NULL if none could be allocated). */
+static inline struct abar__hazard *abar__hazard_mine(void)
+{
+    struct abar__hazard *h = abar__hazard_self;
+    return h ? h : abar__hazard_claim();
+}
 bool abar__hazard_any(const void *b);
 /* The two halves of the fence between a waiter's slot store and its later
  * loads, and destroy's mark and its slot loads (hazard.c). */

@@ -3,7 +3,7 @@
 
 #include <errno.h>
 
-_Thread_local const struct abar__frame *abar__completing;
+ABAR__TLS const struct abar__frame *abar__completing;
 
 /* The full phase of an arrival whose RMW saw state s, from the `phase` word
  * read just BEFORE the RMW (after it, a thread whose arrival did not complete
@@ -52,11 +52,10 @@ static bool pair_last(struct abar_impl *b, uint64_t before, uint64_t *pp)
 
 /* Counts n arrivals (one of them a drop if `drop`) in the current phase;
  * *last says whether they completed it (this thread ran the completion). */
-static abar_token_t arrive(abar_t *b, uint32_t n, bool drop, bool *last)
+static inline abar_token_t arrive_live(struct abar_impl *bi, uint32_t n, bool drop, bool *last)
 {
     *last = false;
-    struct abar_impl *bi = abar__live(b);
-    if (bi == NULL || n == 0 || n > ABAR_EXPECTED_MAX) return tok_error(EINVAL);
+    if (n == 0 || n > ABAR_EXPECTED_MAX) return tok_error(EINVAL);
     const uint64_t ident = bi->ident; /* read now: after our RMW we may not touch bi */
     /* acquire: pairs with the completers' release stores of phase */
     const uint64_t before = atomic_load_explicit(&rel(bi)->phase, memory_order_acquire);
@@ -99,6 +98,18 @@ static abar_token_t arrive(abar_t *b, uint32_t n, bool drop, bool *last)
     }
     return tok_make(p, ident);
 }
+
+static abar_token_t arrive(abar_t *b, uint32_t n, bool drop, bool *last)
+{
+    struct abar_impl *bi = abar__live(b);
+    if (bi == NULL) {
+        *last = false;
+        return tok_error(EINVAL);
+    }
+    return arrive_live(bi, n, drop, last);
+}
+
+abar_token_t abar__arrive1(struct abar_impl *bi, bool *last) { return arrive_live(bi, 1, false, last); }
 
 /* The last arrival of phase p: run the completion, reset, advance, release.
  * Until the release no arrival can be counted (pending is 0), so the fields

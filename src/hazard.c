@@ -60,7 +60,7 @@ void abar__hazard_fence_heavy(void)
 }
 
 static _Atomic(struct abar__hazard *) records;
-static _Thread_local struct abar__hazard *mine;
+ABAR__TLS struct abar__hazard *abar__hazard_self;
 static pthread_key_t exit_key;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 
@@ -76,9 +76,9 @@ static void record_release(void *p)
 
 static void exit_key_create(void) { pthread_key_create(&exit_key, record_release); }
 
-struct abar__hazard *abar__hazard_mine(void)
+/* The first call of a thread: claims a free record or allocates one. */
+struct abar__hazard *abar__hazard_claim(void)
 {
-    if (mine) return mine;
     pthread_once(&exit_once, exit_key_create);
     struct abar__hazard *h;
     /* acquire: pairs with the release push below and the release in record_release */
@@ -101,7 +101,7 @@ struct abar__hazard *abar__hazard_mine(void)
                                                       memory_order_relaxed)) {}
     }
     pthread_setspecific(exit_key, h);
-    mine = h;
+    abar__hazard_self = h;
     return h;
 }
 

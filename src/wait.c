@@ -233,7 +233,7 @@ abar_token_t abar_token_at(abar_t *b, uint64_t phase)
     return tok_make(phase, bi->ident);
 }
 
-int abar__arrive_and_wait_last(abar_t *b, bool *last)
+static inline int arrive_and_wait(abar_t *b, bool *last)
 {
     struct abar_impl *bi = abar__live(b);
     if (bi == NULL) return EINVAL;
@@ -242,8 +242,14 @@ int abar__arrive_and_wait_last(abar_t *b, bool *last)
      * see us. */
     bool counted;
     if (!enter(bi, &counted)) return EINVAL;
-    abar_token_t t = abar__arrive_last(b, last);
-    int r = t.id == 0 ? abar__token_err(t) : block(bi, t, NULL); /* at once if we completed it */
+    abar_token_t t = abar__arrive1(bi, last);
+    int r;
+    if (t.id == 0) r = abar__token_err(t);
+    else if (*last) r = 0; /* we completed the phase: nothing to wait for */
+    /* released while we arrived (acquire: pairs with the completer's
+     * release store of phase), else spin and park */
+    else if (atomic_load_explicit(&rel(bi)->phase, memory_order_acquire) > t.raw) r = 0;
+    else r = block(bi, t, NULL);
     leave(bi, counted);
     return r;
 }
@@ -251,5 +257,7 @@ int abar__arrive_and_wait_last(abar_t *b, bool *last)
 int abar_arrive_and_wait(abar_t *b)
 {
     bool last;
-    return abar__arrive_and_wait_last(b, &last);
+    return arrive_and_wait(b, &last);
 }
+
+int abar__arrive_and_wait_last(abar_t *b, bool *last) { return arrive_and_wait(b, last); }
