@@ -33,6 +33,16 @@ static inline int look(struct abar_impl *b, abar_token_t t, uint64_t *sp)
 
 static inline bool pending_result(int r) { return r == EBUSY || r == OPEN; }
 
+/* Rounds of the first, lean spin (block()). */
+#define ABAR__FIRST_POLLS 128u
+
+/* Whether phase t.raw has been released.  acquire: pairs with the
+ * completer's release store of phase. */
+static inline bool released(const struct abar__release *rw, abar_token_t t)
+{
+    return atomic_load_explicit(&rw->phase, memory_order_acquire) > t.raw;
+}
+
 /* Blocks until phase t.raw completes (registered in `inside` by the caller). */
 static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abstime)
 {
@@ -44,9 +54,18 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
     /* Spin first (bounded in time), unless told to park at once.  When the
      * barrier expects more threads than there are CPUs, spinning would steal
      * the CPU from the threads we wait for: then each round yields it. */
-    uint64_t budget = b->flags & ABAR_WAIT_PARK ? 0 : abar__spin_ns();
     bool oversubscribed =
         atomic_load_explicit(&b->expected, memory_order_relaxed) > abar__ncpu();
+    /* Most waits end within a few hundred rounds: poll the release alone
+     * first, with nothing else between seeing it and returning (a cancel
+     * is seen by the loop below, at most this many rounds later).  Timed
+     * waits skip it: their deadline is checked from the first round. */
+    if (!(b->flags & ABAR_WAIT_PARK) && !oversubscribed && abstime == NULL)
+        for (unsigned i = 0; i < ABAR__FIRST_POLLS; i++) {
+            if (released(rw, t)) return 0;
+            abar__pause();
+        }
+    uint64_t budget = b->flags & ABAR_WAIT_PARK ? 0 : abar__spin_ns();
     const uint64_t deadline =
         abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec : UINT64_MAX;
     uint64_t t0 = 0; /* read lazily: most waits end before the first clock read */
@@ -55,7 +74,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
          * and they share no line with the arrivals.  The usual news: our
          * phase is released.  acquire: pairs with the completer's release
          * store of phase. */
-        if (atomic_load_explicit(&rw->phase, memory_order_acquire) > t.raw) return 0;
+        if (released(rw, t)) return 0;
         /* A cancel flags the futex word; a full look settles what that means
          * (and now and then what no word shows: the barrier finished). */
         if ((atomic_load_explicit(&rw->futex, memory_order_relaxed) & ABAR__FUTEX_CANCELLED) ||

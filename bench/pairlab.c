@@ -1,0 +1,268 @@
+/* pairlab - where a barrier of two spends its time: protocol steps added one
+ * at a time to a plain sense-reversing counter, every variant on the same
+ * two pinned CPUs, interleaved rounds, ns per phase (min and median).
+ *
+ *   pairlab [CPU_A CPU_B] [ROUNDS]
+ *
+ * Variants (each a barrier of two, arrive-and-wait in a loop):
+ *   central     c11-central: fetch_sub; the last stores count and gen; the
+ *               other polls gen (pause)
+ *   central-np  the same, polling without pause
+ *   st-load     one 64-bit word with the phase in its high bits: the arrival
+ *               loads it, then CASes (count, or count and open the next phase);
+ *               the waiter polls the word itself
+ *   st-own      the same, but the line is first owned by a CAS that cannot
+ *               succeed (no plain load)
+ *   st-own-pub  st-own plus a separate 64-bit phase word on the same line,
+ *               stored by the last arrival after its CAS; the waiter polls it
+ *   st-load-pub st-load plus that phase word
+ *   st-blind-pub  fetch_sub; the last CASes the reset from its own result
+ *               and stores the phase word; the waiter polls the phase word
+ *   central-hz  central inside abar's hazard announcement (wait.c enter/leave)
+ *   lad-hz      st-load-pub inside the hazard announcement, the wait out of line
+ *   lad-hz-pre  + the phase word read before the state, and re-read with
+ *               `expected` (another line) by the last arrival before its CAS
+ *   lad-all     + the waiter polls as block() does (futex word, counters, clock)
+ *   abar        abar_arrive_and_wait (the library)
+ */
+#define _GNU_SOURCE
+#include "abar.h"
+#include "abar_internal.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static inline void relax(void) { __builtin_ia32_pause(); }
+static uint64_t now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct lab {
+    _Alignas(64) _Atomic uint32_t count;
+    _Atomic uint32_t gen;
+    _Alignas(64) _Atomic uint64_t st; /* phase << 8 | pending */
+    _Atomic uint64_t ph;              /* completed phases */
+    _Alignas(64) abar_t bar;
+};
+static struct lab L;
+
+static void central(int np)
+{
+    uint32_t g = atomic_load_explicit(&L.gen, memory_order_relaxed);
+    if (atomic_fetch_sub_explicit(&L.count, 1, memory_order_acq_rel) == 1) {
+        atomic_store_explicit(&L.count, 2, memory_order_relaxed);
+        atomic_store_explicit(&L.gen, g + 1, memory_order_release);
+    } else {
+        while (atomic_load_explicit(&L.gen, memory_order_acquire) == g)
+            if (!np) relax();
+    }
+}
+
+/* st: phase in bits 8.., pending in 0..7 */
+static void st(int own, int pub)
+{
+    uint64_t s;
+    if (own) {
+        s = 0;
+        atomic_compare_exchange_strong_explicit(&L.st, &s, 0, memory_order_acquire, memory_order_acquire);
+    } else {
+        s = atomic_load_explicit(&L.st, memory_order_acquire);
+    }
+    for (;;) {
+        uint64_t ph = s >> 8;
+        int last = (s & 0xff) == 1;
+        uint64_t ns = last ? ((ph + 1) << 8 | 2) : s - 1;
+        if (atomic_compare_exchange_weak_explicit(&L.st, &s, ns, memory_order_acq_rel, memory_order_acquire)) {
+            if (last) {
+                if (pub) atomic_store_explicit(&L.ph, ph + 1, memory_order_release);
+                return;
+            }
+            if (pub) {
+                while (atomic_load_explicit(&L.ph, memory_order_acquire) <= ph) relax();
+            } else {
+                while ((atomic_load_explicit(&L.st, memory_order_acquire) >> 8) == ph) relax();
+            }
+            return;
+        }
+    }
+}
+
+/* fetch_sub; the last CASes the reset (from its own result) and stores ph */
+static void st_blind_pub(void)
+{
+    uint64_t s = atomic_fetch_sub_explicit(&L.st, 1, memory_order_acq_rel);
+    uint64_t ph = s >> 8;
+    if ((s & 0xff) == 1) {
+        uint64_t cur = s - 1;
+        while (!atomic_compare_exchange_weak_explicit(&L.st, &cur, (ph + 1) << 8 | 2, memory_order_release,
+                                                      memory_order_relaxed)) {}
+        atomic_store_explicit(&L.ph, ph + 1, memory_order_release);
+        return;
+    }
+    while (atomic_load_explicit(&L.ph, memory_order_acquire) <= ph) relax();
+}
+
+/* central inside abar's hazard announcement (wait.c enter/leave) */
+static void central_hz(void)
+{
+    struct abar__hazard *h = abar__hazard_mine();
+    atomic_store_explicit(&h->slot[h->depth++], &L, memory_order_relaxed);
+    abar__hazard_fence_light();
+    central(0);
+    atomic_store_explicit(&h->slot[--h->depth], NULL, memory_order_release);
+}
+
+/* The ladder from st-load-pub to abar's pair path (prev protocol):
+ * lad(hz, pre, poll2): hz  = inside the hazard announcement;
+ * pre = the arrival reads the phase word before it reads the state, and the
+ * last one re-reads it and reads `expected` (a line of its own) before its CAS;
+ * poll2 = the waiter polls as block() does (phase, the futex word, a
+ * counter, a clock read every 64 rounds). */
+static _Atomic uint32_t fut;
+static struct { _Alignas(64) _Atomic uint32_t expected; } far_line = { 2 };
+static __attribute__((noinline)) void lad_wait(uint64_t ph, int poll2)
+{
+    if (!poll2) {
+        while (atomic_load_explicit(&L.ph, memory_order_acquire) <= ph) relax();
+        return;
+    }
+    uint64_t t0 = 0;
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(&L.ph, memory_order_acquire) > ph) return;
+        if ((atomic_load_explicit(&fut, memory_order_relaxed) & 0x80000000u) || i % 1024 == 0)
+            (void)atomic_load_explicit(&L.st, memory_order_acquire); /* block()'s look */
+        relax();
+        if (i % 64 == 0) {
+            uint64_t n = now();
+            if (t0 == 0) t0 = n;
+        }
+    }
+}
+static __attribute__((noinline)) void lad(int hz, int pre, int poll2)
+{
+    struct abar__hazard *h = NULL;
+    if (hz) {
+        h = abar__hazard_mine();
+        atomic_store_explicit(&h->slot[h->depth++], &L, memory_order_relaxed);
+        abar__hazard_fence_light();
+    }
+    uint64_t before = pre ? atomic_load_explicit(&L.ph, memory_order_acquire) : 0;
+    uint64_t s = atomic_load_explicit(&L.st, memory_order_acquire);
+    for (;;) {
+        uint64_t ph = s >> 8;
+        int last = (s & 0xff) == 1;
+        if (last && pre) {
+            while (atomic_load_explicit(&L.ph, memory_order_acquire) != ph) relax(); /* in order */
+            (void)atomic_load_explicit(&far_line.expected, memory_order_relaxed);
+        }
+        uint64_t ns = last ? ((ph + 1) << 8 | 2) : s - 1;
+        if (atomic_compare_exchange_weak_explicit(&L.st, &s, ns, memory_order_acq_rel, memory_order_acquire)) {
+            if (last) atomic_store_explicit(&L.ph, ph + 1, memory_order_release);
+            else lad_wait(ph, poll2);
+            break;
+        }
+    }
+    (void)before;
+    if (hz) atomic_store_explicit(&h->slot[--h->depth], NULL, memory_order_release);
+}
+
+enum { V_CENTRAL, V_CENTRAL_NP, V_ST_LOAD, V_ST_OWN, V_ST_OWN_PUB, V_ST_LOAD_PUB, V_ST_BLIND_PUB, V_CENTRAL_HZ, V_LAD_HZ, V_LAD_HZ_PRE, V_LAD_ALL, V_ABAR, NV };
+static const char *names[NV] = { "central", "central-np", "st-load", "st-own", "st-own-pub", "st-load-pub", "st-blind-pub", "central-hz", "lad-hz", "lad-hz-pre", "lad-all", "abar" };
+
+static int variant;
+static uint64_t iters;
+static pthread_barrier_t start;
+static int cpus[2];
+
+static void step(void)
+{
+    switch (variant) {
+    case V_CENTRAL: central(0); break;
+    case V_CENTRAL_NP: central(1); break;
+    case V_ST_LOAD: st(0, 0); break;
+    case V_ST_OWN: st(1, 0); break;
+    case V_ST_OWN_PUB: st(1, 1); break;
+    case V_ST_LOAD_PUB: st(0, 1); break;
+    case V_ST_BLIND_PUB: st_blind_pub(); break;
+    case V_CENTRAL_HZ: central_hz(); break;
+    case V_LAD_HZ: lad(1, 0, 0); break;
+    case V_LAD_HZ_PRE: lad(1, 1, 0); break;
+    case V_LAD_ALL: lad(1, 1, 1); break;
+    case V_ABAR: abar_arrive_and_wait(&L.bar); break;
+    }
+}
+
+static void *run(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpus[id], &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    pthread_barrier_wait(&start);
+    for (uint64_t i = 0; i < iters; i++) step();
+    return NULL;
+}
+
+static double measure(int v, uint64_t n)
+{
+    variant = v;
+    iters = n;
+    atomic_store(&L.count, 2);
+    atomic_store(&L.gen, 0);
+    atomic_store(&L.st, 2);
+    atomic_store(&L.ph, 0);
+    abar_init(&L.bar, 2, NULL);
+    pthread_barrier_init(&start, NULL, 2);
+    pthread_t t;
+    pthread_create(&t, NULL, run, (void *)(intptr_t)1);
+    uint64_t t0 = 0;
+    {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpus[0], &set);
+        pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+        pthread_barrier_wait(&start);
+        t0 = now();
+        for (uint64_t i = 0; i < n; i++) step();
+    }
+    pthread_join(t, NULL);
+    uint64_t t1 = now();
+    pthread_barrier_destroy(&start);
+    abar_destroy(&L.bar);
+    return (double)(t1 - t0) / (double)n;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    cpus[0] = argc > 2 ? atoi(argv[1]) : 0;
+    cpus[1] = argc > 2 ? atoi(argv[2]) : 1;
+    int rounds = argc > 3 ? atoi(argv[3]) : 7;
+    double r[NV][64];
+    for (int v = 0; v < NV; v++) measure(v, 20000); /* warm up */
+    for (int k = 0; k < rounds && k < 64; k++)
+        for (int v = 0; v < NV; v++) r[v][k] = measure(v, 200000);
+    printf("hazard fence: %s\n", abar__hazard_asym ? "asymmetric (membarrier)" : "seq_cst fence");
+    printf("pairlab cpus %d,%d, %d interleaved rounds of 200000 phases: ns/phase min median max\n",
+           cpus[0], cpus[1], rounds);
+    for (int v = 0; v < NV; v++) {
+        qsort(r[v], (size_t)rounds, sizeof(double), cmp);
+        printf("  %-12s %7.1f %7.1f %7.1f\n", names[v], r[v][0], r[v][rounds / 2], r[v][rounds - 1]);
+    }
+    return 0;
+}
