@@ -5,7 +5,7 @@
 #
 # quick (the CTest test `model`, a few minutes): the configurations below,
 #   exhaustively, each must report "errors: 0" and a complete search; then
-#   the findings F1, F2, F4 (old code), each planted bug (MUTANT=1,2,3,5,6,7,8)
+#   the findings F1, F2, F4 (old code), each planted bug (MUTANT=1,2,3,5,6,7,8,11)
 #   and the unsafe usage SPLIT_FINAL=1 must be caught (errors > 0), so the
 #   check is known to be able to fail.  Then liveness (P6): a non-progress
 #   cycle search under weak fairness (pan -DNP, -l -f) on three
@@ -125,6 +125,7 @@ check mutant5-cancel-no-futex-bit   bug $M -DMUTANT=5
 check mutant6-register-after-arrive bug $M -DMUTANT=6
 check mutant7-parked-no-futex-bump  bug $M -DMUTANT=7
 check mutant8-pair-ignores-parked   bug $M -DMUTANT=8 -DPAIR=1
+check mutant11-registered-before-formula bug $M -DMUTANT=11
 check split-final-wait-vs-destroy   bug -DN=2 -DNPH=1 -DOBSERVER=0 -DCANCELLER=0 -DSPLIT_FINAL=1
 
 # Liveness (P6): every weakly fair execution terminates, i.e. no cycle in
