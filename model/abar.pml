@@ -27,7 +27,7 @@
  * With PAIR, the last single arrival of a barrier of two without a
  * completion function counts itself and opens the next phase in one CAS,
  * then publishes as a completer does.  AW_REGISTERED=1 checks the
- * arrival arrive_and_wait had at 4d5ff95 (reverted by 074e8fd).
+ * arrival arrive_and_wait had at 4d5ff95.
  *
  * Properties (each an assert below, plus Spin's invalid-end-state check):
  *   P1 no wait returns 0 before every arrival of its phase was counted, and
@@ -89,9 +89,9 @@
  * finding F1 in docs/reliability.md; with AW_REGISTERED, arrive_and_wait's
  * arrival reads after its RMW either way, as it may: see arrive_registered),
  * AW_REGISTERED (0: arrive_and_wait's arrival is abar__arrive1, the one
- * above, arrive.c:112; 1: the registered arrival of 4d5ff95, reverted by
- * 074e8fd as slower: the RMW alone, then `phase` read after it, never
- * pair_last; checked as a variant, should it come back),
+ * above, arrive.c:112; 1: the registered arrival the core had at 4d5ff95:
+ * the RMW alone, then `phase` read after it, never pair_last; checked as a
+ * variant, should it come back),
  * FIX_CANCEL_WAKE (1, as lifecycle.c:116-119 since 8fb3cd8: abar_cancel
  * always wakes; 0: only when PARKED, finding F2),
  * FIX_CANCEL_PARK (1, as wait.c:106 since 177c88b: a parker whose look said

@@ -4,7 +4,8 @@
 #   model/run_model.sh [quick|full] [workdir]
 #
 # quick (the CTest test `model`, a few minutes): the configurations below,
-#   exhaustively, each must report "errors: 0" and a complete search; then
+#   exhaustively (with the AW_REGISTERED variant: arrive_and_wait's arrival
+#   of 4d5ff95), each must report "errors: 0" and a complete search; then
 #   the findings F1, F2, F4 (old code), each planted bug (MUTANT=1,2,3,5,6,7,8,11,12,13)
 #   and the unsafe usage SPLIT_FINAL=1 must be caught (errors > 0), so the
 #   check is known to be able to fail.  Then liveness (P6): a non-progress
