@@ -2,7 +2,7 @@
  * abar.pml - a Promela model of the abar host protocol (src/arrive.c,
  * src/wait.c, src/lifecycle.c, src/hazard.c, src/futex.c,
  * src/abar_internal.h), checked exhaustively with Spin.  Every step below
- * names the C line it mirrors (the sources as of commit 075c99f); when the
+ * names the C line it mirrors (the sources as of commit 3add362); when the
  * C changes, change the step beside its annotation.
  *
  * What is modelled.  Each C atomic operation on the barrier (a load, a store,
@@ -19,9 +19,15 @@
  * the word's cancel bit and always wakes; spinners poll `phase` and the
  * cancel bit; a parker reads the word before its look and sleeps on that
  * value, and yields instead of parking when its look found the barrier
- * cancelled but the phase looked complete.  With PAIR, the last single
- * arrival of a barrier of two without a completion function counts itself
- * and opens the next phase in one CAS, then publishes as a completer does.
+ * cancelled but the phase looked complete.  Every arrival reads `phase`
+ * before its RMW (after it, a thread whose arrival did not complete the
+ * phase may not touch the barrier).  abar_arrive_and_wait registers first
+ * (enter), arrives, and waits only if its arrival did not complete the
+ * phase and a read of `phase` does not show it released (since 3add362).
+ * With PAIR, the last single arrival of a barrier of two without a
+ * completion function counts itself and opens the next phase in one CAS,
+ * then publishes as a completer does.  AW_REGISTERED=1 checks the
+ * arrival arrive_and_wait had at 4d5ff95.
  *
  * Properties (each an assert below, plus Spin's invalid-end-state check):
  *   P1 no wait returns 0 before every arrival of its phase was counted, and
@@ -65,15 +71,27 @@
  * registers after its arrival, 7 the completer does not bump the futex word
  * although PARKED, 8 (with PAIR) pair_last publishes as if it had not found
  * PARKED: no bump, no wake; livelocks, for P6: 9 a refused single arrival
- * is never undone, 10 the completer's futex CAS retries with a stale value.
+ * is never undone, 10 the completer's futex CAS retries with a stale value;
+ * 11 (with AW_REGISTERED) the registered arrival computes its token with
+ * the before-formula (arrival_phase) from its read after the RMW: wrong
+ * once `phase` moved past the arrival's phase (P2); 12 arrive_and_wait's
+ * check before it waits takes `phase` >= its token (not >) as released (P1);
+ * 13 arrive_and_wait leaves right after its arrival, then reads `phase`
+ * and waits as abar_wait does (registering again): its read after the RMW
+ * is unregistered (P5).
  * There is no 4 any more: it was a completer's futex
  * write that lost cancel's change; since 177c88b the word's cancel bit only
  * hastens spinners, whose 1024th round's look sees the cancel anyway, and
  * a bump that drops the bit is not an error for P1-P5),
  * ATOMIC_SNAPSHOT (0: 1 makes abar__snapshot one step, see there),
- * FIX_ARRIVAL_PHASE (1, as arrive.c:59-60 since 8fb3cd8: the token from
+ * FIX_ARRIVAL_PHASE (1, as arrive.c:60-61 since 8fb3cd8: the token from
  * `phase` read before the arrival's RMW; 0: the code before, read after it,
- * finding F1 in docs/reliability.md),
+ * finding F1 in docs/reliability.md; with AW_REGISTERED, arrive_and_wait's
+ * arrival reads after its RMW either way, as it may: see arrive_registered),
+ * AW_REGISTERED (0: arrive_and_wait's arrival is abar__arrive1, the one
+ * above, arrive.c:112; 1: the registered arrival the core had at 4d5ff95:
+ * the RMW alone, then `phase` read after it, never pair_last; checked as a
+ * variant, should it come back),
  * FIX_CANCEL_WAKE (1, as lifecycle.c:116-119 since 8fb3cd8: abar_cancel
  * always wakes; 0: only when PARKED, finding F2),
  * FIX_CANCEL_PARK (1, as wait.c:106 since 177c88b: a parker whose look said
@@ -87,8 +105,8 @@
  * PAIR (0: the barrier has a completion function, so every arrival takes
  * the general path; 1: it has none and expects N <= ABAR__PAIR_MAX = 2
  * threads, abar_internal.h:87-96: a single arrival first tries pair_last,
- * arrive.c:64, which counts the last arrival and opens the next phase in
- * one CAS; since 63886e9).
+ * arrive.c:65, which counts the last arrival and opens the next phase in
+ * one CAS; since 63886e9; not the registered arrival of AW_REGISTERED).
  */
 
 #ifndef N
@@ -139,6 +157,12 @@
 #ifndef PAIR
 #define PAIR 0
 #endif
+#ifndef AW_REGISTERED
+#define AW_REGISTERED 0
+#endif
+#if MUTANT == 11 && !AW_REGISTERED
+#error MUTANT 11 is a bug of the arrival of AW_REGISTERED
+#endif
 #if PAIR && (N > 2 || !FIX_ARRIVAL_PHASE)
 #error PAIR needs N <= 2 (ABAR__PAIR_MAX) and FIX_ARRIVAL_PHASE
 #endif
@@ -171,16 +195,16 @@
 #define COMPLETING(s) (PEND(s) <= 0 && ((s) & FIN) == 0)               /* abar_internal.h:71-74 */
 /* The 32-bit futex word (abar_internal.h:82-83), shrunk to 8 bits: bit 7 is
  * ABAR__FUTEX_CANCELLED (bit 31, abar_internal.h:76, set by abar_cancel),
- * the low 7 bits count the releases that found PARKED (arrive.c:155-160;
+ * the low 7 bits count the releases that found PARKED (arrive.c:173-178;
  * at most NPH of them here, so the count never wraps back to a value a
  * sleeper read). */
 #define FUT_CANC    128
 #define FUT_COUNT   127
-#define INSIDE_DEAD 128           /* ABAR__INSIDE_DEAD, abar_internal.h:189 */
+#define INSIDE_DEAD 128           /* ABAR__INSIDE_DEAD, abar_internal.h:193 */
 
 /* ---- the barrier (struct abar_impl, abar_internal.h:98-118) ----
  * `phase` and `futex` are the release words (struct abar__release,
- * abar_internal.h:78-84), which every access reaches through rel(b)
+ * abar_internal.h:78-85), which every access reaches through rel(b)
  * (abar_internal.h:127-131): `pair` beside the state word or `wide` on a
  * line of its own, fixed at init (ABAR__PAIR, lifecycle.c:61), so either way
  * one pair of words; where they live makes no difference to the protocol.
@@ -382,7 +406,7 @@ blockdone:
  *
  * The hazard-slot fences (hazard.c:11-21).  The C orders the slot store
  * before the waiter's next loads with a "light" fence (wait.c:138,
- * abar_internal.h:210-214: only a compiler barrier where membarrier is
+ * abar_internal.h:224-231: only a compiler barrier where membarrier is
  * registered) and destroy's mark before its slot loads with a "heavy" one
  * (lifecycle.c:93, hazard.c:50-60: membarrier PRIVATE_EXPEDITED, then a
  * seq_cst fence).  The model is sequentially consistent, i.e. it assumes a
@@ -455,7 +479,7 @@ inline check_wait(tk, res, tmd)
     fi
 }
 
-/* publish, arrive.c:141-163: release the waiters of phase p after the
+/* publish, arrive.c:159-181: release the waiters of phase p after the
  * release CAS on `state`, which found PARKED if prk.  Only then the futex
  * word changes: its count bits, by CAS, keeping the cancel bit (a cancel may
  * set it meanwhile).  Uses tmp (the caller's is dead by now). */
@@ -465,9 +489,9 @@ inline publish(p, prk)
     /* bug 7: the futex word is not changed although PARKED */
 #else
     if
-    :: prk ->                                            /* arrive.c:155 */
-       atomic { ACCESS; tmp = futex };                   /* arrive.c:156: f */
-       do                                                /* arrive.c:157-159 */
+    :: prk ->                                            /* arrive.c:173 */
+       atomic { ACCESS; tmp = futex };                   /* arrive.c:174: f */
+       do                                                /* arrive.c:175-177 */
        :: atomic {
               ACCESS;
               if
@@ -488,45 +512,45 @@ inline publish(p, prk)
     fi;
 #endif
 #if MUTANT != 1
-    atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* arrive.c:161: the last access */
+    atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* arrive.c:179: the last access */
 #endif
 #if MUTANT == 3
     skip                                                 /* bug 3: never wake */
 #else
     if
-    :: prk -> futex_wake_all()                           /* arrive.c:162 */
+    :: prk -> futex_wake_all()                           /* arrive.c:180 */
     :: else -> skip
     fi
 #endif
 }
 
-/* abar__complete, arrive.c:103-139, for phase p whose last arrival made ns
+/* abar__complete, arrive.c:121-157, for phase p whose last arrival made ns
  * (bug 1 stores `phase` before the state CAS; publish then leaves it out). */
 inline complete(p, ns)
 {
-    atomic {                                             /* arrive.c:107-112: the completion */
+    atomic {                                             /* arrive.c:125-130: the completion */
         ACCESS;
         assert(arrived[p] == GEXP(p));                   /* P1: every arrival counted */
         assert(!released[p]);                            /* P1: before any release */
         compl[p]++;
         assert(compl[p] == 1)                            /* P1: exactly once */
     };
-    atomic { ACCESS; next = expected - DROPS(ns) };      /* arrive.c:116 */
+    atomic { ACCESS; next = expected - DROPS(ns) };      /* arrive.c:134 */
     if
-    :: DROPS(ns) -> atomic { ACCESS; expected = next }   /* arrive.c:117 */
+    :: DROPS(ns) -> atomic { ACCESS; expected = next }   /* arrive.c:135 */
     :: else -> skip
     fi;
-    atomic { ACCESS; phase == p };                       /* arrive.c:120: publish in order */
+    atomic { ACCESS; phase == p };                       /* arrive.c:138: publish in order */
 #if MUTANT == 1
     atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* bug 1: release before the state CAS */
 #endif
-    atomic { ACCESS; cur_s = state };                    /* arrive.c:121 */
-    do                                                   /* arrive.c:128-137 */
+    atomic { ACCESS; cur_s = state };                    /* arrive.c:139 */
+    do                                                   /* arrive.c:146-155 */
     :: atomic {
            ACCESS;
            if
-           :: PEND(cur_s) != 0 -> cur_s = state; ok = 0  /* arrive.c:129-131: an undo pending */
-           :: PEND(cur_s) == 0 && state == cur_s ->      /* arrive.c:132-135 */
+           :: PEND(cur_s) != 0 -> cur_s = state; ok = 0  /* arrive.c:147-149: an undo pending */
+           :: PEND(cur_s) == 0 && state == cur_s ->      /* arrive.c:150-153 */
               state = MAKE(p + 1, next, (cur_s & CANC) | (next == 0 -> FIN : 0));
               gS = p + 1;
               gexp[p + 1] = GEXP(p) - gdrops[p];
@@ -538,16 +562,16 @@ inline complete(p, ns)
        };
        if :: ok -> break :: else -> skip fi
     od;
-    publish(p, (cur_s & PARKED));                        /* arrive.c:138 */
+    publish(p, (cur_s & PARKED));                        /* arrive.c:156 */
     cur_s = 0; next = 0; ok = 0
 }
 
 #if PAIR
 /* pair_last, arrive.c:21-51: the last arrival of a pair's phase (PAIR: the
  * barrier expects N <= ABAR__PAIR_MAX threads and has no completion
- * function, arrive.c:64) counts itself and opens phase p+1 in one CAS, then
+ * function, arrive.c:65) counts itself and opens phase p+1 in one CAS, then
  * publishes.  ok = 1 if it did (token in tp); else nothing changed and the
- * general path counts the arrival.  tmp holds `before` (arrive.c:60). */
+ * general path counts the arrival.  tmp holds `before` (arrive.c:61). */
 inline pair_last()
 {
     ok = 0;
@@ -595,19 +619,23 @@ inline pair_last()
 }
 #endif
 
-/* arrive, arrive.c:54-94: n arrivals (a drop if drp); token in tp, r = error. */
+/* arrive_live, arrive.c:55-100 (abar_arrive and the others reach it through
+ * arrive(), arrive.c:102-110, arrive_and_wait through abar__arrive1, 112):
+ * n arrivals (a drop if drp); token in tp, r = error, lst = this call
+ * completed the phase (*last). */
 inline arrive(n, drp)
 {
+    lst = 0;
 #if FIX_ARRIVAL_PHASE
-    atomic { ACCESS; tmp = phase };                      /* arrive.c:60: before the RMW */
+    atomic { ACCESS; tmp = phase };                      /* arrive.c:61: before the RMW */
 #endif
     if
-    :: (n) == 1 && !(drp) ->                             /* arrive.c:62 */
+    :: (n) == 1 && !(drp) ->                             /* arrive.c:63 */
 #if PAIR
-       pair_last();                                      /* arrive.c:64 */
-       if :: ok -> r = 0; goto arrivedone :: else -> skip fi; /* arrive.c:65 */
+       pair_last();                                      /* arrive.c:65 */
+       if :: ok -> r = 0; lst = 1; goto arrivedone :: else -> skip fi; /* arrive.c:67 */
 #endif
-       atomic {                                          /* arrive.c:70 fetch_sub */
+       atomic {                                          /* arrive.c:73 fetch_sub */
            ACCESS; s = state; state = state - 1; ns = s - 1;
            if
            :: !(s & (CANC | FIN)) && PEND(s) >= 1 ->
@@ -617,7 +645,7 @@ inline arrive(n, drp)
            fi
        };
        if
-       :: (s & (CANC | FIN)) || PEND(s) < 1 ->           /* arrive.c:72-78: undo (76) */
+       :: (s & (CANC | FIN)) || PEND(s) < 1 ->           /* arrive.c:75-81: undo (79) */
 #if MUTANT == 9
           skip;                                          /* bug 9: the refused arrival is never undone */
 #else
@@ -627,13 +655,13 @@ inline arrive(n, drp)
        :: else -> r = 0
        fi
     :: else ->
-       atomic { ACCESS; s = state };                     /* arrive.c:80 */
+       atomic { ACCESS; s = state };                     /* arrive.c:83 */
        do
-       :: (s & (CANC | FIN)) -> r = ECANCELED; break     /* arrive.c:82 */
-       :: !(s & (CANC | FIN)) && (n) > PEND(s) -> r = EINVAL; break /* arrive.c:85 */
+       :: (s & (CANC | FIN)) -> r = ECANCELED; break     /* arrive.c:85 */
+       :: !(s & (CANC | FIN)) && (n) > PEND(s) -> r = EINVAL; break /* arrive.c:88 */
        :: !(s & (CANC | FIN)) && (n) <= PEND(s) ->
-          ns = s - (n) + ((drp) -> DROP_ONE : 0);        /* arrive.c:86 */
-          atomic {                                       /* arrive.c:88 */
+          ns = s - (n) + ((drp) -> DROP_ONE : 0);        /* arrive.c:89 */
+          atomic {                                       /* arrive.c:91 */
               ACCESS;
               if
               :: state == s ->
@@ -650,7 +678,7 @@ inline arrive(n, drp)
     if
     :: r == 0 ->
 #if FIX_ARRIVAL_PHASE
-       tp = tmp + ((STPH(s) - tmp) & PMASK);             /* arrive.c:14-17: no access after the RMW */
+       tp = tmp + ((STPH(s) - tmp) & PMASK);             /* arrive.c:94, 14-17: no access after the RMW */
        assert(tp == gph);
 #else
        atomic {                                          /* before 8fb3cd8: arrival_phase read phase here */
@@ -661,7 +689,7 @@ inline arrive(n, drp)
 #endif
        tmp = 0; gph = 0;
        if
-       :: PEND(ns) == 0 -> complete(tp, ns)              /* arrive.c:92 */
+       :: PEND(ns) == 0 -> complete(tp, ns); lst = 1     /* arrive.c:95-97 */
        :: else -> skip
        fi
     :: else -> skip
@@ -669,6 +697,59 @@ inline arrive(n, drp)
 arrivedone:
     ns = 0; s = 0; ok = 0; tmp = 0
 }
+
+#if AW_REGISTERED
+/* AW_REGISTERED: the single arrival arrive_and_wait had at 4d5ff95
+ * (abar__arrive_registered, arrive.c@4d5ff95:119-136; reverted by 074e8fd
+ * as slower, checked so that it can come back).  Its caller is registered
+ * (enter) before it, so it may read the barrier after its RMW: the RMW
+ * comes first, with no read before it, then `phase`, and the token from the
+ * read after (arrival_phase_after, arrive.c@4d5ff95:24-27:
+ * after + 1 - lo(after + 1 - st_phase(s))).  Never pair_last, even with
+ * PAIR.  Token in tp, r = error, lst = completed the phase. */
+inline arrive_registered()
+{
+    lst = 0;
+    atomic {                                             /* @4d5ff95:123 fetch_sub */
+        ACCESS; s = state; state = state - 1; ns = s - 1;
+        if
+        :: !(s & (CANC | FIN)) && PEND(s) >= 1 ->
+           assert(!gcancel);                             /* P4: nothing counted after cancel */
+           arrived[gS] = arrived[gS] + 1; gph = gS
+        :: else -> skip
+        fi
+    };
+    if
+    :: (s & (CANC | FIN)) || PEND(s) < 1 ->              /* @4d5ff95:124-126: undo */
+#if MUTANT == 9
+       skip;                                             /* bug 9: the refused arrival is never undone */
+#else
+       atomic { ACCESS; state = state + 1 };
+#endif
+       r = ((s & (CANC | FIN)) -> ECANCELED : EINVAL)
+    :: else ->
+       atomic {                                          /* @4d5ff95:129-130: `phase` after the RMW */
+           ACCESS;
+#if MUTANT == 11
+           /* bug 11: the before-formula (arrival_phase) on the read after:
+            * wrong once `phase` moved past the arrival's phase */
+           tmp = phase;
+           tp = tmp + ((STPH(s) - tmp) & PMASK);
+#else
+           tmp = phase + 1;                              /* arrival_phase_after */
+           tp = tmp - ((tmp - STPH(s)) & PMASK);
+#endif
+           assert(tp == gph)                             /* P2: the token names the phase counted in */
+       };
+       tmp = 0; gph = 0; r = 0;
+       if
+       :: PEND(s) == 1 -> complete(tp, ns); lst = 1      /* @4d5ff95:131-134 */
+       :: else -> skip
+       fi
+    fi;
+    ns = 0; s = 0; ok = 0; tmp = 0
+}
+#endif
 
 /* abar_cancel, lifecycle.c:103-121 */
 inline cancel()
@@ -737,7 +818,7 @@ active [N] proctype worker()
     byte k = 0, op, tp, cur, ph1, ph2, gsr, next, tmp, i, gph, v;
     int s, ns, sread, cur_s;
     byte r;
-    bool ok, timed, lastph, entered;
+    bool ok, timed, lastph, entered, lst, left;
 
     do
     :: k == NPH -> break
@@ -761,7 +842,14 @@ active [N] proctype worker()
        :: else -> skip
        fi;
 #endif
-       arrive(1, op == OP_DROP);                         /* wait.c:245 / arrive.c:165,171 */
+#if AW_REGISTERED
+       if
+       :: op == OP_AW -> arrive_registered()             /* wait.c@4d5ff95:245 */
+       :: else -> arrive(1, op == OP_DROP)
+       fi;
+#else
+       arrive(1, op == OP_DROP);                         /* wait.c:245 / arrive.c:112, 185-189, 197-201 */
+#endif
 #if MUTANT == 6
        if :: op == OP_AW -> enter() :: else -> skip fi;
 #endif
@@ -772,7 +860,26 @@ active [N] proctype worker()
        timed = (op == OP_TIMED);
        if
        :: r == 0 && op == OP_AW ->
-          block(tp, 0);                                  /* wait.c:246 */
+#if MUTANT == 13
+          leave(); left = 1;                             /* bug 13: leaves right after its arrival */
+#endif
+          if
+          :: lst -> skip                                 /* wait.c:248: we completed it */
+          :: else ->
+             atomic { ACCESS; tmp = phase };             /* wait.c:251: released meanwhile? */
+             if
+#if MUTANT == 12
+             :: tmp >= tp -> tmp = 0                     /* bug 12: `phase` == tp taken as released */
+#else
+             :: tmp > tp -> tmp = 0                      /* wait.c:251 */
+#endif
+#if MUTANT == 13
+             :: else -> tmp = 0; wait_registered(tp, 0)  /* bug 13: then waits as abar_wait does */
+#else
+             :: else -> tmp = 0; block(tp, 0)            /* wait.c:252 */
+#endif
+             fi
+          fi;
           check_wait(tp, r, 0)
        :: r == 0 && (op == OP_SPLIT || op == OP_TIMED) ->
           do                                             /* wait_common, wait.c:179-199 */
@@ -790,12 +897,12 @@ active [N] proctype worker()
        :: else -> skip
        fi;
        if
-       :: op == OP_AW -> leave()                         /* wait.c:247 */
+       :: op == OP_AW && !left -> leave()                /* wait.c:253 */
        :: else -> skip
        fi;
        if
        :: r != 0 || op == OP_DROP || op == OP_ONLY -> break
-       :: else -> k++; op = 0; tp = 0; timed = 0; cur = 0; s = 0; entered = 0
+       :: else -> k++; op = 0; tp = 0; timed = 0; cur = 0; s = 0; entered = 0; lst = 0; left = 0
        fi
     od;
     if

@@ -4,8 +4,9 @@
 #   model/run_model.sh [quick|full] [workdir]
 #
 # quick (the CTest test `model`, a few minutes): the configurations below,
-#   exhaustively, each must report "errors: 0" and a complete search; then
-#   the findings F1, F2, F4 (old code), each planted bug (MUTANT=1,2,3,5,6,7,8)
+#   exhaustively (with the AW_REGISTERED variant: arrive_and_wait's arrival
+#   of 4d5ff95), each must report "errors: 0" and a complete search; then
+#   the findings F1, F2, F4 (old code), each planted bug (MUTANT=1,2,3,5,6,7,8,11,12,13)
 #   and the unsafe usage SPLIT_FINAL=1 must be caught (errors > 0), so the
 #   check is known to be able to fail.  Then liveness (P6): a non-progress
 #   cycle search under weak fairness (pan -DNP, -l -f) on three
@@ -98,6 +99,11 @@ check atom-2x2-signals  ok -DN=2 -DNPH=2 -DOBSERVER=0 -DSIGNALS=1 -DATOMIC_SNAPS
 check fid-2x2-pair      ok -DN=2 -DNPH=2 -DOBSERVER=0 -DPAIR=1
 check atom-2x3-pair     ok -DN=2 -DNPH=3 -DOBSERVER=0 -DATOMIC_SNAPSHOT=1 -DPAIR=1
 check atom-2x1-observer-pair ok -DN=2 -DNPH=1 -DATOMIC_SNAPSHOT=1 -DPAIR=1
+# arrive_and_wait's registered arrival of 4d5ff95 (the RMW first, then the
+# read of `phase`), reverted by 074e8fd as slower: kept checked.
+check variant-aw-registered-3x1      ok -DN=3 -DNPH=1 -DOBSERVER=0 -DCANCELLER=0 -DAW_REGISTERED=1
+check variant-aw-registered-2x2      ok -DN=2 -DNPH=2 -DOBSERVER=0 -DAW_REGISTERED=1
+check variant-aw-registered-2x2-pair ok -DN=2 -DNPH=2 -DOBSERVER=0 -DPAIR=1 -DAW_REGISTERED=1
 if [ "$mode" = full ]; then
   check atom-3x3-cancel   ok -DN=3 -DNPH=3 -DOBSERVER=0 -DATOMIC_SNAPSHOT=1
   check atom-3x2-observer ok -DN=3 -DNPH=2 -DATOMIC_SNAPSHOT=1
@@ -125,6 +131,9 @@ check mutant5-cancel-no-futex-bit   bug $M -DMUTANT=5
 check mutant6-register-after-arrive bug $M -DMUTANT=6
 check mutant7-parked-no-futex-bump  bug $M -DMUTANT=7
 check mutant8-pair-ignores-parked   bug $M -DMUTANT=8 -DPAIR=1
+check mutant11-registered-before-formula bug $M -DMUTANT=11 -DAW_REGISTERED=1
+check mutant12-aw-released-off-by-one   bug $M -DMUTANT=12
+check mutant13-aw-leaves-before-check   bug $M -DMUTANT=13
 check split-final-wait-vs-destroy   bug -DN=2 -DNPH=1 -DOBSERVER=0 -DCANCELLER=0 -DSPLIT_FINAL=1
 
 # Liveness (P6): every weakly fair execution terminates, i.e. no cycle in
