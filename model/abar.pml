@@ -94,7 +94,7 @@
  * variant, should it come back),
  * FIX_CANCEL_WAKE (1, as lifecycle.c:116-119 since 8fb3cd8: abar_cancel
  * always wakes; 0: only when PARKED, finding F2),
- * FIX_CANCEL_PARK (1, as wait.c:106 since 177c88b: a parker whose look said
+ * FIX_CANCEL_PARK (1, as wait.c:125 since 177c88b: a parker whose look said
  * "pending" on a cancelled state yields instead of sleeping; 0: it parks,
  * finding F4),
  * NO_ONLY (0: 1 leaves out the plain arrive without a wait in the last
@@ -317,16 +317,17 @@ inline futex_wait(res, val, tmd)
     od
 }
 
-/* block, wait.c:37-121: spin (unless PARK), then park.  Returns in r. */
+/* block, wait.c:47-140: spin (unless PARK), then park.  Returns in r. */
 inline block(tk, tmd)
 {
-    /* The spin loop, wait.c:53-88.  Its policy is a free choice each round:
-     * ABAR_WAIT_PARK skips it (wait.c:47), the default leaves it when the
+    /* The spin loop, wait.c:72-107.  Its policy is a free choice each round:
+     * ABAR_WAIT_PARK skips it (wait.c:68), the default leaves it when the
      * budget is spent (and, oversubscribed, after 4 yields per participant:
-     * any round, wait.c:79-82), ABAR_WAIT_SPIN never leaves
-     * it.  A round reads `phase` (wait.c:58), then the futex word's cancel
-     * bit (wait.c:61), and looks (wait.c:63) when the bit is set or on every
-     * 1024th round (wait.c:62).  A round whose loads find phase <= tk, the
+     * any round, wait.c:98-101), ABAR_WAIT_SPIN never leaves
+     * it.  A round reads `phase` (wait.c:77; the first 128 rounds,
+     * wait.c:63-66, read only `phase`), then the futex word's cancel
+     * bit (wait.c:80), and looks (wait.c:82) when the bit is set or on every
+     * 1024th round (wait.c:81).  A round whose loads find phase <= tk, the
      * bit clear, and (if it looks) the token still pending changes nothing
      * but the spinner's locals; such rounds are folded into one blocking step
      * that waits until a round can see news: `phase` past tk, the bit, or
@@ -339,35 +340,35 @@ inline block(tk, tmd)
      * caught (P5) by the round's first access. */
     do
     :: atomic { ACCESS; phase > tk || (futex & FUT_CANC) || (state & (CANC | FIN)) || dead } ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:58 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:65,77 */
        if
        :: tmp > tk -> r = 0; goto blockdone
        :: else -> skip
        fi;
-       atomic { ACCESS; tmp = futex };                   /* wait.c:61 */
+       atomic { ACCESS; tmp = futex };                   /* wait.c:80 */
        if
-       :: skip ->                                        /* wait.c:61-62: the cancel bit, or i % 1024 == 0 */
+       :: skip ->                                        /* wait.c:80-81: the cancel bit, or i % 1024 == 0 */
           tmp = 0;
-          look(r, tk);                                   /* wait.c:63 */
+          look(r, tk);                                   /* wait.c:82 */
           if :: !PENDING(r) -> goto blockdone :: else -> skip fi
        :: !(tmp & FUT_CANC) -> tmp = 0                   /* no bit, not a 1024th round */
        fi
-    :: tmd ->                                            /* wait.c:70-73: deadline, one more look */
+    :: tmd ->                                            /* wait.c:89-92: deadline, one more look */
        look(r, tk);
        r = (PENDING(r) -> ETIMEDOUT : r);
        goto blockdone
-    :: break                                             /* wait.c:47,82: park */
+    :: break                                             /* wait.c:68,101: park */
     od;
-    /* The park loop, wait.c:98-120. */
+    /* The park loop, wait.c:117-139. */
     do
-    :: atomic { ACCESS; v = futex };                     /* wait.c:103: the word before the look */
-       look(r, tk);                                      /* wait.c:104 */
+    :: atomic { ACCESS; v = futex };                     /* wait.c:122: the word before the look */
+       look(r, tk);                                      /* wait.c:123 */
        if :: !PENDING(r) -> goto blockdone :: else -> skip fi;
-       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:105 */
+       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:124 */
        if
-       :: r == EBUSY -> goto parkagain                   /* wait.c:106-108: yield */
+       :: r == EBUSY -> goto parkagain                   /* wait.c:125-127: yield */
 #if FIX_CANCEL_PARK
-       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:106-108: cancelled, looked complete: yield */
+       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:125-127: cancelled, looked complete: yield */
 #endif
        :: else -> skip
        fi;
@@ -375,7 +376,7 @@ inline block(tk, tmd)
        /* bug 2: sleep without announcing PARKED */
 #else
        if
-       :: !(s & PARKED) ->                               /* wait.c:112-115 */
+       :: !(s & PARKED) ->                               /* wait.c:131-134 */
           atomic {
               ACCESS;
               if
@@ -387,11 +388,11 @@ inline block(tk, tmd)
        :: else -> skip
        fi;
 #endif
-       futex_wait(r, v, tmd);                            /* wait.c:116 */
+       futex_wait(r, v, tmd);                            /* wait.c:135 */
        if
        :: r == ETIMEDOUT ->
-          look(r, tk);                                   /* wait.c:117 */
-          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:118 */
+          look(r, tk);                                   /* wait.c:136 */
+          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:137 */
           goto blockdone
        :: else -> skip
        fi;
@@ -402,10 +403,10 @@ blockdone:
     cur = 0; s = 0; ok = 0; tmp = 0; v = 0
 }
 
-/* enter, wait.c:130-155: announce, then wait out a destroy's mark.
+/* enter, wait.c:149-174: announce, then wait out a destroy's mark.
  *
  * The hazard-slot fences (hazard.c:11-21).  The C orders the slot store
- * before the waiter's next loads with a "light" fence (wait.c:138,
+ * before the waiter's next loads with a "light" fence (wait.c:157,
  * abar_internal.h:224-231: only a compiler barrier where membarrier is
  * registered) and destroy's mark before its slot loads with a "heavy" one
  * (lifecycle.c:93, hazard.c:50-60: membarrier PRIVATE_EXPEDITED, then a
@@ -427,18 +428,18 @@ blockdone:
 inline enter()
 {
 #if PSHARED
-    atomic { ACCESS; inside++ };                         /* wait.c:142 */
+    atomic { ACCESS; inside++ };                         /* wait.c:161 */
 #else
-    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:134, light fence 138 */
+    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:153, light fence 138 */
 #endif
     entered = 1;
     do
-    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:147 */
-    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:148: destroyed */
+    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:166 */
+    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:167: destroyed */
        entered = 0; break
     od;
     if
-    :: !entered ->                                       /* wait.c:149 leave */
+    :: !entered ->                                       /* wait.c:168 leave */
 #if PSHARED
        atomic { inside-- }
 #else
@@ -448,24 +449,24 @@ inline enter()
     fi
 }
 
-/* leave, wait.c:159-167: after it this thread touches the barrier no more. */
+/* leave, wait.c:178-186: after it this thread touches the barrier no more. */
 inline leave()
 {
 #if PSHARED
-    atomic { ACCESS; inside-- }                          /* wait.c:162 */
+    atomic { ACCESS; inside-- }                          /* wait.c:181 */
 #else
-    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:165 */
+    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:184 */
 #endif
 }
 
-/* wait_registered, wait.c:170-177 (the caller, wait_common, found the token
- * not yet complete on the release words, wait.c:187). */
+/* wait_registered, wait.c:189-196 (the caller, wait_common, found the token
+ * not yet complete on the release words, wait.c:206). */
 inline wait_registered(tk, tmd)
 {
-    enter();                                             /* wait.c:173 */
+    enter();                                             /* wait.c:192 */
     assert(entered);                                     /* no destroy races these waits */
-    block(tk, tmd);                                      /* wait.c:174 */
-    leave()                                              /* wait.c:175 */
+    block(tk, tmd);                                      /* wait.c:193 */
+    leave()                                              /* wait.c:194 */
 }
 
 /* What a returned wait may say (P1, P4). */
@@ -790,7 +791,7 @@ inline destroy()
           /* lifecycle.c:93-94: the heavy fence (see enter), then the
            * hazard slots (hazard.c:108-115, read as one step: a slot
            * set after the scan passed it belongs to a waiter that then
-           * sees the mark, wait.c:147) */
+           * sees the mark, wait.c:166) */
           atomic { ACCESS; i = 0; do :: i < NPROC && !slot[i] -> i++ :: else -> break od };
           if
           :: i < NPROC -> atomic { ACCESS; inside = inside & ~INSIDE_DEAD }; r = EBUSY /* lifecycle.c:95-96 */
@@ -838,7 +839,7 @@ active [N] proctype worker()
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
        if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:244 */
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:263 */
        :: else -> skip
        fi;
 #endif
@@ -848,7 +849,7 @@ active [N] proctype worker()
        :: else -> arrive(1, op == OP_DROP)
        fi;
 #else
-       arrive(1, op == OP_DROP);                         /* wait.c:245 / arrive.c:112, 185-189, 197-201 */
+       arrive(1, op == OP_DROP);                         /* wait.c:264 / arrive.c:112, 185-189, 197-201 */
 #endif
 #if MUTANT == 6
        if :: op == OP_AW -> enter() :: else -> skip fi;
@@ -864,29 +865,29 @@ active [N] proctype worker()
           leave(); left = 1;                             /* bug 13: leaves right after its arrival */
 #endif
           if
-          :: lst -> skip                                 /* wait.c:248: we completed it */
+          :: lst -> skip                                 /* wait.c:267: we completed it */
           :: else ->
-             atomic { ACCESS; tmp = phase };             /* wait.c:251: released meanwhile? */
+             atomic { ACCESS; tmp = phase };             /* wait.c:270: released meanwhile? */
              if
 #if MUTANT == 12
              :: tmp >= tp -> tmp = 0                     /* bug 12: `phase` == tp taken as released */
 #else
-             :: tmp > tp -> tmp = 0                      /* wait.c:251 */
+             :: tmp > tp -> tmp = 0                      /* wait.c:270 */
 #endif
 #if MUTANT == 13
              :: else -> tmp = 0; wait_registered(tp, 0)  /* bug 13: then waits as abar_wait does */
 #else
-             :: else -> tmp = 0; block(tp, 0)            /* wait.c:252 */
+             :: else -> tmp = 0; block(tp, 0)            /* wait.c:271 */
 #endif
              fi
           fi;
           check_wait(tp, r, 0)
        :: r == 0 && (op == OP_SPLIT || op == OP_TIMED) ->
-          do                                             /* wait_common, wait.c:179-199 */
-          :: atomic { ACCESS; tmp = phase };             /* wait.c:187 */
+          do                                             /* wait_common, wait.c:198-218 */
+          :: atomic { ACCESS; tmp = phase };             /* wait.c:206 */
              if
              :: tp < tmp -> r = 0; tmp = 0
-             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:198 */
+             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:217 */
              fi;
              check_wait(tp, r, timed);
              if
@@ -897,7 +898,7 @@ active [N] proctype worker()
        :: else -> skip
        fi;
        if
-       :: op == OP_AW && !left -> leave()                /* wait.c:253 */
+       :: op == OP_AW && !left -> leave()                /* wait.c:272 */
        :: else -> skip
        fi;
        if
@@ -942,7 +943,7 @@ active proctype canceller()
 #endif
 
 #if OBSERVER
-/* A non-participant: abar_current, then abar_wait (wait.c:213-221, 179-199). */
+/* A non-participant: abar_current, then abar_wait (wait.c:232-240, 179-199). */
 active proctype observer()
 {
     byte tp, cur, ph1, ph2, gsr, tmp, i, v;
@@ -950,17 +951,17 @@ active proctype observer()
     byte r;
     bool ok, entered;
 
-    snapshot(cur, s);                                    /* wait.c:218 */
+    snapshot(cur, s);                                    /* wait.c:237 */
     if
-    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:219 */
-    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:220 */
+    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:238 */
+    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:239 */
     fi;
     if
     :: r == 0 && tp < NPH ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:187 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:206 */
        if
        :: tp < tmp -> r = 0; tmp = 0
-       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:198 */
+       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:217 */
        fi;
        check_wait(tp, r, 0)
     :: else -> skip
