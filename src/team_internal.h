@@ -24,7 +24,9 @@
 
 #include "abar_team.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -86,6 +88,8 @@ struct abar__launch {
     struct abar__slot *slots;
     _Atomic uint64_t *residencies; /* the pool's counter */
     uint64_t epoch;
+    unsigned wait_flags;       /* attr.flags of every barrier: ABAR_WAIT_PARK when the pool is oversubscribed */
+    unsigned yield_rounds;     /* oversubscribed: rounds a wait yields its CPU before it parks */
     _Atomic int abort_code;    /* first abar_abort's code, else 0 */
     pthread_mutex_t lock;      /* orders abort's cancels with sbar's re-inits */
 };
@@ -102,6 +106,20 @@ struct abar_thread {
     unsigned cluster_idx;      /* ctok slot of the pending cluster arrival */
     uint64_t cluster_phases;   /* this thread's arrivals on tcbar: its phase number */
 };
+
+/* Waits for phase t of one of the launch's barriers.  Oversubscribed, the
+ * thread yields its CPU (testing the phase after each yield) for a few turns
+ * of every thread sharing it, then parks (the barriers are ABAR_WAIT_PARK);
+ * else the core's wait: spin for the budget, then park. */
+static inline int abar__team_wait(const struct abar__launch *L, abar_t *b, abar_token_t t)
+{
+    for (unsigned i = 0; i < L->yield_rounds; i++) {
+        int r = abar_test(b, t);
+        if (r != EBUSY) return r;
+        sched_yield();
+    }
+    return abar_wait(b, t);
+}
 
 /* team_sync.c */
 extern _Thread_local abar_thread_t *abar__team_self; /* inside a kernel: its self */

@@ -6,7 +6,8 @@
  *   every worker: see `gen` move, run its part (or none), decrement `pending`;
  *   caller: run its own part, wait for `pending` to reach 0.
  * Waiting spins briefly (the core's budget, ABAR_SPIN_NS), then sleeps on a
- * futex.  This dispatch is the pool's own (two words and a futex, as an
+ * futex; in a pool with more threads than CPUs it sleeps at once.  Without a
+ * configured size the pool grows to the largest cluster a launch needs.  This dispatch is the pool's own (two words and a futex, as an
  * OpenMP runtime's); the teams' and clusters' barriers are abar_t. */
 #define _GNU_SOURCE
 #include "abar_internal.h"
@@ -38,6 +39,8 @@ struct abar__pool {
     _Alignas(64) unsigned nthreads;    /* P, the caller included */
     unsigned flags;
     uint64_t spin_ns;                  /* 0 when the pool has more threads than CPUs */
+    unsigned wait_flags;               /* the launch barriers' flags: ABAR_WAIT_PARK when oversubscribed */
+    unsigned yield_rounds;             /* oversubscribed: a wait's yields before it parks */
     struct abar__launch *L;            /* the current launch (read after gen moves) */
     struct worker *workers;
     int *cpu;                          /* worker w runs on cpu[w % ncpu] when pinned */
@@ -61,7 +64,7 @@ struct abar__pool {
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER; /* one launch at a time */
 static struct abar__pool *pool;                                 /* under pool_lock */
-static unsigned cfg_threads;                                    /* 0: default */
+static unsigned cfg_threads;                                    /* 0: default, grows; else a hard cap */
 static unsigned cfg_flags;
 static bool cfg_set;                                            /* configure() was called */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -151,7 +154,7 @@ static void run_part(struct abar__pool *p, unsigned w, uint64_t base)
             run_cluster(s, r, s->cluster < L->K ? base + s->cluster : s->residency, &self);
         if (s->cluster + L->K >= L->clusters) return; /* the last wave */
         /* sbar's completion sets s->cluster and s->stop before its release. */
-        (void)abar_arrive_and_wait(&s->sbar);
+        (void)abar__team_wait(L, &s->sbar, abar_arrive(&s->sbar));
         if (s->stop) return;
     }
 }
@@ -265,9 +268,11 @@ static void at_fork_child(void)
 
 static void register_atfork(void) { pthread_atfork(NULL, NULL, at_fork_child); }
 
-static int pool_start(struct abar__pool **out)
+/* Starts a pool of want_threads() threads, or `least` if that is more. */
+static int pool_start(struct abar__pool **out, unsigned least)
 {
     unsigned n = want_threads();
+    if (n < least) n = least;
     struct abar__pool *p = calloc(1, sizeof *p);
     if (p == NULL) return ENOMEM;
     p->nthreads = n;
@@ -301,8 +306,13 @@ static int pool_start(struct abar__pool **out)
     free(cpus);
     free(cgrp);
 
-    /* Spinning while waiting only pays when every pool thread has a CPU. */
+    /* Spinning while waiting only pays when every pool thread has a CPU;
+     * oversubscribed, the pool's waits and every launch barrier park. */
     p->spin_ns = n <= (unsigned)ncpu ? abar__spin_ns() : 0;
+    p->wait_flags = n <= (unsigned)ncpu ? 0 : ABAR_WAIT_PARK;
+    /* Four turns of every thread sharing a CPU (the core's rule for a
+     * barrier larger than the machine). */
+    p->yield_rounds = n <= (unsigned)ncpu ? 0 : 4 * ((n + (unsigned)ncpu - 1) / (unsigned)ncpu);
     p->epoch = 1;
     int err = 0;
     unsigned w;
@@ -414,7 +424,11 @@ int abar_run(const abar_launch_t *cfg, abar_kernel_fn *kernel, void *arg)
     if (err) return err;
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&pool_lock);
-    if (pool == NULL && (err = pool_start(&pool)) != 0) goto out;
+    /* The pool fits the launch's cluster: without a configured size it grows
+     * (a new, larger pool; it stays that size); with one, E2BIG above it. */
+    unsigned need = cfg->team_size * cfg->cluster_size; /* checked: at most the maximum */
+    if (pool && pool->nthreads < need && cfg_threads == 0) pool_end();
+    if (pool == NULL && (err = pool_start(&pool, cfg_threads ? 0 : need)) != 0) goto out;
     struct abar__pool *p = pool;
     if ((err = check_launch(cfg, kernel, p->nthreads)) != 0) goto out;
 
@@ -440,6 +454,8 @@ int abar_run(const abar_launch_t *cfg, abar_kernel_fn *kernel, void *arg)
         p->epoch++;
     }
     SET(L->epoch, p->epoch);
+    SET(L->wait_flags, p->wait_flags);
+    SET(L->yield_rounds, p->yield_rounds);
     SET(L->residencies, &p->residencies);
     SET(L->K, p->place_K < L->clusters ? p->place_K : L->clusters);
     if ((err = setup_shared(p, L)) != 0) goto out;
