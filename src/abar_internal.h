@@ -193,6 +193,12 @@ static inline int abar__token_err(abar_token_t t)
     return t.raw == (uint64_t)ECANCELED ? ECANCELED : EINVAL;
 }
 void abar__complete(struct abar_impl *b, uint64_t phase, uint64_t s);
+/* abar_arrive and abar_arrive_and_wait that also say whether this thread's
+ * arrival completed the phase (exactly one thread a phase is told true):
+ * PTHREAD_BARRIER_SERIAL_THREAD for the pthread interposer (src/pthread/). */
+abar_token_t abar__arrive_last(abar_t *b, bool *last);
+abar_token_t abar__arrive_registered(struct abar_impl *b, bool *last);
+int abar__arrive_and_wait_last(abar_t *b, bool *last);
 
 /* hazard.c: per-thread announcements of the barrier a thread is blocked on */
 #define ABAR__HAZARD_DEPTH 4 /* nested waits (a wait in a signal handler, say) */

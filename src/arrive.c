@@ -16,6 +16,16 @@ static inline uint64_t arrival_phase(uint64_t before, uint64_t s)
     return before + phase_lo(st_phase(s) - before);
 }
 
+/* The same from the `phase` word read just AFTER the RMW, by a thread that
+ * may still touch the barrier then (registered as inside a call, wait.c):
+ * phase ∈ {S-1, S} held at the RMW and the read came later, so S is the
+ * last phase at or before after+1 with s's low bits; exact unless 2^19
+ * phases completed between the RMW and the read. */
+static inline uint64_t arrival_phase_after(uint64_t after, uint64_t s)
+{
+    return after + 1 - phase_lo(after + 1 - st_phase(s));
+}
+
 static void publish(struct abar_impl *b, uint64_t p, bool parked);
 
 /* The last arrival of a pair's phase, when the barrier has no completion
@@ -50,9 +60,11 @@ static bool pair_last(struct abar_impl *b, uint64_t before, uint64_t *pp)
     return false;
 }
 
-/* Counts n arrivals (one of them a drop if `drop`) in the current phase. */
-static abar_token_t arrive(abar_t *b, uint32_t n, bool drop)
+/* Counts n arrivals (one of them a drop if `drop`) in the current phase;
+ * *last says whether they completed it (this thread ran the completion). */
+static abar_token_t arrive(abar_t *b, uint32_t n, bool drop, bool *last)
 {
+    *last = false;
     struct abar_impl *bi = abar__live(b);
     if (bi == NULL || n == 0 || n > ABAR_EXPECTED_MAX) return tok_error(EINVAL);
     const uint64_t ident = bi->ident; /* read now: after our RMW we may not touch bi */
@@ -61,8 +73,10 @@ static abar_token_t arrive(abar_t *b, uint32_t n, bool drop)
     uint64_t s, ns;
     if (n == 1 && !drop) {
         uint64_t p;
-        if ((bi->flags & ABAR__PAIR) && bi->completion == NULL && pair_last(bi, before, &p))
+        if ((bi->flags & ABAR__PAIR) && bi->completion == NULL && pair_last(bi, before, &p)) {
+            *last = true;
             return tok_make(p, ident);
+        }
         /* The common case: one atomic subtraction counts the arrival.
          * acq_rel: release publishes this thread's writes to whoever completes
          * the phase (all arrivals form one release sequence on `state`);
@@ -89,8 +103,74 @@ static abar_token_t arrive(abar_t *b, uint32_t n, bool drop)
                                                         memory_order_relaxed));
     }
     uint64_t p = arrival_phase(before, s);
-    if (st_pending(ns) == 0) abar__complete(bi, p, ns); /* the completer may: it owns the phase */
+    if (st_pending(ns) == 0) { /* the completer may: it owns the phase */
+        abar__complete(bi, p, ns);
+        *last = true;
+    }
     return tok_make(p, ident);
+}
+
+/* One arrival on a pair without a completion function by a registered
+ * thread (see below).  The other thread polls this line, so every fetch of
+ * it here costs a transfer: it is fetched once, exclusive, by a CAS that
+ * cannot succeed (no state word is 0: pending carries its bias), which
+ * reads the state as an RMW does.  What follows is then local: the phase
+ * read, and one CAS that either counts the arrival or, for the last one,
+ * counts it and opens the next phase (as pair_last), and the release.
+ * No arrival here is refused after being counted: nothing to undo. */
+static abar_token_t pair_arrive(struct abar_impl *b, bool *last)
+{
+    uint64_t s = 0;
+    /* acquire: as the fetch-and-sub's acquire in arrive() (this CAS only reads) */
+    atomic_compare_exchange_strong_explicit(&b->state, &s, 0, memory_order_acquire,
+                                            memory_order_acquire);
+    for (;;) {
+        if ((s & (ST_CANCELLED | ST_FINISHED)) || st_pending(s) < 1)
+            return tok_error(s & (ST_CANCELLED | ST_FINISHED) ? ECANCELED : EINVAL);
+        /* acquire: pairs with the completers' release stores of phase.  Read
+         * while the state is s (our CAS below checks it still is), when
+         * phase ∈ {S-1, S} held: the phase is exact. */
+        const uint64_t after = atomic_load_explicit(&b->pair.phase, memory_order_acquire);
+        const uint64_t p = arrival_phase_after(after, s);
+        const bool open_next = st_pending(s) == 1 && st_drops(s) == 0 && after == p;
+        const uint64_t ns = open_next
+            ? st_make(p + 1, atomic_load_explicit(&b->expected, memory_order_relaxed), 0)
+            : s - 1;
+        /* acq_rel: as in arrive() and pair_last() */
+        if (atomic_compare_exchange_weak_explicit(&b->state, &s, ns, memory_order_acq_rel,
+                                                  memory_order_acquire)) {
+            if (open_next) publish(b, p, s & ST_PARKED);
+            else if (st_pending(s) == 1) abar__complete(b, p, ns); /* after a drop, or
+                                                  before the previous release is out */
+            *last = st_pending(s) == 1;
+            return tok_make(p, b->ident);
+        }
+    }
+}
+
+/* One arrival by a thread registered as inside a call on b (wait.c enter:
+ * a destroy says EBUSY until it leaves), so it may read the barrier after
+ * its RMW: the arrival is the RMW alone, with no read of the line before it
+ * (a read first would fetch the line shared, and the RMW then fetch it
+ * again to own it: two transfers where one will do). */
+abar_token_t abar__arrive_registered(struct abar_impl *bi, bool *last)
+{
+    *last = false;
+    if ((bi->flags & ABAR__PAIR) && bi->completion == NULL) return pair_arrive(bi, last);
+    /* acq_rel: as in arrive() */
+    const uint64_t s = atomic_fetch_sub_explicit(&bi->state, 1, memory_order_acq_rel);
+    if ((s & (ST_CANCELLED | ST_FINISHED)) || st_pending(s) < 1) {
+        atomic_fetch_add_explicit(&bi->state, 1, memory_order_relaxed); /* as in arrive() */
+        return tok_error(s & (ST_CANCELLED | ST_FINISHED) ? ECANCELED : EINVAL);
+    }
+    /* acquire: pairs with the completers' release stores of phase */
+    const uint64_t p =
+        arrival_phase_after(atomic_load_explicit(&rel(bi)->phase, memory_order_acquire), s);
+    if (st_pending(s) == 1) { /* ours was the last: complete the phase */
+        abar__complete(bi, p, s - 1);
+        *last = true;
+    }
+    return tok_make(p, bi->ident);
 }
 
 /* The last arrival of phase p: run the completion, reset, advance, release.
@@ -162,11 +242,22 @@ static void publish(struct abar_impl *b, uint64_t p, bool parked)
     if (parked) abar__futex_wake_all(&r->futex, pshared);
 }
 
-abar_token_t abar_arrive(abar_t *b) { return arrive(b, 1, false); }
+abar_token_t abar__arrive_last(abar_t *b, bool *last) { return arrive(b, 1, false, last); }
 
-abar_token_t abar_arrive_n(abar_t *b, uint32_t n) { return arrive(b, n, false); }
+abar_token_t abar_arrive(abar_t *b)
+{
+    bool last;
+    return arrive(b, 1, false, &last);
+}
+
+abar_token_t abar_arrive_n(abar_t *b, uint32_t n)
+{
+    bool last;
+    return arrive(b, n, false, &last);
+}
 
 int abar_arrive_and_drop(abar_t *b)
 {
-    return abar_token_error(arrive(b, 1, true));
+    bool last;
+    return abar_token_error(arrive(b, 1, true, &last));
 }

@@ -233,7 +233,7 @@ abar_token_t abar_token_at(abar_t *b, uint64_t phase)
     return tok_make(phase, bi->ident);
 }
 
-int abar_arrive_and_wait(abar_t *b)
+int abar__arrive_and_wait_last(abar_t *b, bool *last)
 {
     struct abar_impl *bi = abar__live(b);
     if (bi == NULL) return EINVAL;
@@ -242,8 +242,14 @@ int abar_arrive_and_wait(abar_t *b)
      * see us. */
     bool counted;
     if (!enter(bi, &counted)) return EINVAL;
-    abar_token_t t = abar_arrive(b);
+    abar_token_t t = abar__arrive_registered(bi, last);
     int r = t.id == 0 ? abar__token_err(t) : block(bi, t, NULL); /* at once if we completed it */
     leave(bi, counted);
     return r;
+}
+
+int abar_arrive_and_wait(abar_t *b)
+{
+    bool last;
+    return abar__arrive_and_wait_last(b, &last);
 }
