@@ -121,6 +121,63 @@ static inline int abar__team_wait(const struct abar__launch *L, abar_t *b, abar_
     return abar_wait(b, t);
 }
 
+/* The pool (team_pool.c).  Written under its lock (one launch at a time)
+ * except where said. */
+struct worker {
+    pthread_t tid;
+    unsigned index;
+    struct abar__pool *pool;
+};
+
+struct abar__pool {
+    /* line 0: the caller writes it once a launch, the workers read it */
+    _Alignas(64) _Atomic uint32_t gen; /* launch generation; futex word of sleeping workers */
+    _Atomic uint32_t sleepers;         /* workers that may sleep on gen */
+    bool quit;                         /* read after gen moves: leave the loop */
+    uint64_t base;                     /* read after gen moves: the first wave's residency base */
+    /* line 1: every worker writes it once a launch */
+    _Alignas(64) _Atomic uint32_t pending; /* workers not done with the launch; the caller's futex word */
+    _Atomic uint32_t caller_parked;
+    /* read-mostly */
+    _Alignas(64) unsigned nthreads;    /* P, the caller included */
+    unsigned flags;
+    uint64_t spin_ns;                  /* 0 when the pool has more threads than CPUs */
+    unsigned wait_flags;               /* the launch barriers' flags: ABAR_WAIT_PARK when oversubscribed */
+    unsigned yield_rounds;             /* oversubscribed: a wait's yields before it parks */
+    struct abar__launch *L;            /* the current launch (read after gen moves) */
+    struct worker *workers;
+    int *cpu;                          /* worker w runs on cpu[w % ncpu] when pinned */
+    int *grp;                          /* cache group of worker w */
+    int ncpu;
+    /* Cached per launch shape: the cut of workers into slots. */
+    unsigned place_C, place_K;
+    int *slot_of, *rank_of;
+    /* The barriers stay initialised between launches of one shape. */
+    unsigned shape_ts, shape_cs;
+    uint64_t epoch;
+    _Atomic uint64_t residencies;
+    /* Grow-only storage for the slots, teams, exit flags and shared memory. */
+    struct abar__launch launch;
+    struct abar__slot *slots;          /* P of them */
+    struct abar__team *teams;          /* P of them */
+    struct abar__xflag *xflags;        /* P of them */
+    unsigned char *shm;
+    size_t shm_bytes;
+};
+
+/* Locks the pool for one launch and fits it to a cluster of `need` threads:
+ * without a configured size, a smaller pool is replaced by one of `need`.
+ * 0 (locked; *out the pool) or ENOMEM, EAGAIN (unlocked). */
+int abar__pool_enter(unsigned need, struct abar__pool **out);
+void abar__pool_leave(void);
+/* Runs launch p->L on every worker, the caller as worker 0; returns when all
+ * are done (acquire: their parts happen before). */
+void abar__pool_dispatch(struct abar__pool *p);
+
+/* team_run.c: worker w's part of the current launch (base: the first wave's
+ * residency base). */
+void abar__team_run_part(struct abar__pool *p, unsigned w, uint64_t base);
+
 /* team_sync.c */
 extern _Thread_local abar_thread_t *abar__team_self; /* inside a kernel: its self */
 void abar__team_exit(abar_thread_t *self);           /* leave the kernel: drop out of the barriers */
