@@ -145,6 +145,7 @@ struct abar__pool {
     unsigned wait_flags;               /* the launch barriers' flags: ABAR_WAIT_PARK when oversubscribed */
     unsigned yield_rounds;             /* oversubscribed: a wait's yields before it parks */
     struct abar__launch *L;            /* the current launch (read after gen moves) */
+    void (*part)(struct abar__pool *, unsigned, uint64_t); /* each worker's part of it (likewise) */
     struct worker *workers;
     int *cpu;                          /* worker w runs on cpu[w % ncpu] when pinned */
     int *grp;                          /* cache group of worker w */
@@ -170,13 +171,11 @@ struct abar__pool {
  * 0 (locked; *out the pool) or ENOMEM, EAGAIN (unlocked). */
 int abar__pool_enter(unsigned need, struct abar__pool **out);
 void abar__pool_leave(void);
-/* Runs launch p->L on every worker, the caller as worker 0; returns when all
- * are done (acquire: their parts happen before). */
-void abar__pool_dispatch(struct abar__pool *p);
-
-/* team_run.c: worker w's part of the current launch (base: the first wave's
- * residency base). */
-void abar__team_run_part(struct abar__pool *p, unsigned w, uint64_t base);
+/* Runs part(p, w, base) on every worker w of the pool, the caller as worker
+ * 0, for launch p->L (base: its first wave's residency base); returns when
+ * all are done (acquire: their parts happen before). */
+typedef void abar__pool_part_fn(struct abar__pool *p, unsigned w, uint64_t base);
+void abar__pool_dispatch(struct abar__pool *p, abar__pool_part_fn *part);
 
 /* team_sync.c */
 extern _Thread_local abar_thread_t *abar__team_self; /* inside a kernel: its self */

@@ -89,7 +89,7 @@ static void *worker_main(void *arg)
         /* No launch can follow before this worker's decrement below: gen
          * moved exactly once. */
         if (p->quit) return NULL;
-        abar__team_run_part(p, wk->index, p->base);
+        p->part(p, wk->index, p->base);
         /* acq_rel: publishes this worker's part to the caller (its acquire
          * load of 0); seq_cst with caller_parked below (see wait_done). */
         if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_parked))
@@ -305,12 +305,13 @@ int abar__pool_enter(unsigned need, struct abar__pool **out)
 
 void abar__pool_leave(void) { pthread_mutex_unlock(&pool_lock); }
 
-void abar__pool_dispatch(struct abar__pool *p)
+void abar__pool_dispatch(struct abar__pool *p, abar__pool_part_fn *part)
 {
+    if (p->part != part) p->part = part; /* published by start_launch's release */
     /* relaxed: uniqueness only; published by start_launch's release. */
     p->base = atomic_fetch_add_explicit(&p->residencies, p->L->K, memory_order_relaxed) + 1;
     start_launch(p);
-    abar__team_run_part(p, 0, p->base);
+    part(p, 0, p->base);
     /* acquire (in wait_done): every worker's part, and the abort code. */
     wait_done(p);
 }

@@ -47,7 +47,7 @@ void abar__team_next_wave(void *arg)
     pthread_mutex_unlock(&L->lock);
 }
 
-void abar__team_run_part(struct abar__pool *p, unsigned w, uint64_t base)
+static void run_part(struct abar__pool *p, unsigned w, uint64_t base)
 {
     struct abar__launch *L = p->L;
     int k = p->slot_of[w];
@@ -158,7 +158,7 @@ int abar_run(const abar_launch_t *cfg, abar_kernel_fn *kernel, void *arg)
         }
     }
     p->L = L;
-    abar__pool_dispatch(p);
+    abar__pool_dispatch(p, run_part);
     /* relaxed: the dispatch's acquire ordered every worker's part, and the
      * abort code, before this. */
     err = atomic_load_explicit(&L->abort_code, memory_order_relaxed);
