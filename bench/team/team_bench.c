@@ -17,7 +17,7 @@
  * Each figure is measured in `rounds` rounds, interleaved between the
  * implementations (so a noisy neighbour hits them alike); a round is the mean
  * over its iterations; the row gives the median, min and max over rounds.
- * Output: CSV rows (the format of bench/common.h):
+ * Output: CSV rows (the format of bench/common/common.h):
  *   scenario,impl,threads,param,median,min,max,rounds,phases,unit,flags
  *
  * Usage: team-bench [threads] [rounds]   (default: the pool's size, 15; the
