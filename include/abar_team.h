@@ -49,8 +49,12 @@ typedef void abar_kernel_fn(abar_thread_t *self, void *arg);
 /* ---- launching ------------------------------------------------------------ */
 
 /* Runs kernel(self, arg) on every thread of the grid, returns when all have
- * returned.  0, or: EINVAL (NULL cfg/kernel, a zero size, cluster_size not
- * dividing teams), E2BIG (a cluster needs more threads than the pool has),
+ * returned.  Without a size given to abar_pool_configure, the pool first
+ * grows to fit a cluster (team_size * cluster_size threads), more threads
+ * than CPUs if need be: waits then yield and park instead of spinning.
+ * 0, or: EINVAL (NULL cfg/kernel, a zero size, cluster_size not dividing
+ * teams), E2BIG (a cluster needs more threads than the configured size, or
+ * than ABAR_POOL_THREADS_MAX),
  * ENOMEM (shared memory), EAGAIN (the pool's threads could not be started),
  * EDEADLK (called from inside a kernel) -- in these cases nothing ran -- or
  * the code passed to abar_abort() by the kernel. */
@@ -61,15 +65,16 @@ ABAR_API int abar_run(const abar_launch_t *cfg, abar_kernel_fn *kernel, void *ar
 #define ABAR_POOL_PIN 0x1u /* pin each pool thread to one CPU, clusters on CPUs sharing a cache */
 
 /* Sets the pool's size (threads that run at once, the caller of abar_run
- * included; 0: ABAR_POOL_THREADS from the environment, else the number of
- * CPUs) and flags.  Takes effect at the next launch (the old pool's threads
+ * included), a hard cap on a launch's cluster; 0: no cap, the pool starts at
+ * ABAR_POOL_THREADS from the environment, else the number of CPUs, and grows
+ * to the largest cluster a launch needs.  And its flags.  Takes effect at the next launch (the old pool's threads
  * are joined).  EINVAL (unknown flags, threads > ABAR_POOL_THREADS_MAX),
  * EDEADLK inside a kernel. */
 #define ABAR_POOL_THREADS_MAX 4096u
 ABAR_API int abar_pool_configure(unsigned threads, unsigned flags);
 
-/* The number of threads the next launch may use: the largest team_size *
- * cluster_size abar_run accepts. */
+/* The pool's size now (before the first launch: its starting size); with a
+ * configured size, the largest team_size * cluster_size abar_run accepts. */
 ABAR_API unsigned abar_pool_threads(void);
 
 /* Joins the pool's threads and frees its memory; the next launch starts a new

@@ -32,18 +32,18 @@ prepare)
   mkdir -p "$root/.carry/bin" "$root/.carry/lib"
   git -C "$root" rev-parse HEAD >"$root/.carry/COMMIT"
   for b in abar-bench abar-bench-omp-gomp abar-bench-omp-llvm; do
-    if [ -x "$build/b/bench/$b" ]; then cp "$build/b/bench/$b" "$root/.carry/bin/"; fi
+    if [ -x "$build/b/bench/core/$b" ]; then cp "$build/b/bench/core/$b" "$root/.carry/bin/"; fi
   done
-  # Variants of src/ to measure (ABAR_BENCH_VARIANTS="name:patch.py ..."):
-  # each patch script edits a copy of src/; its abar rows are renamed.
+  # Variants of the core to measure (ABAR_BENCH_VARIANTS="name:patch.py ..."):
+  # each patch script edits a copy of src/core; its abar rows are renamed.
   for v in ${ABAR_BENCH_VARIANTS:-}; do
     name=${v%%:*}; patch=${v#*:}
     rm -rf "$build/var-$name"; cp -r "$build/tree" "$build/var-$name"
-    python3 "$patch" "$build/var-$name/src"
+    python3 "$patch" "$build/var-$name/src/core"
     cmake -S "$build/var-$name" -B "$build/var-$name/b" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
       -DABAR_BENCH_VARIANT="x-$name" >/dev/null
     cmake --build "$build/var-$name/b" -j2 --target abar-bench >/dev/null
-    cp "$build/var-$name/b/bench/abar-bench" "$root/.carry/bin/abar-bench-var-$name"
+    cp "$build/var-$name/b/bench/core/abar-bench" "$root/.carry/bin/abar-bench-var-$name"
   done
   # shared libraries the binaries still need, other than glibc's
   for b in "$root"/.carry/bin/*; do
@@ -66,7 +66,7 @@ run)
     grep -m1 'model name' /proc/cpuinfo || true
     (command -v lscpu >/dev/null && lscpu | grep -E '^(CPU\(s\)|Thread|Core|Socket|NUMA node\(s\)|Model name|L[123])') || true
     for b in "$root"/.carry/bin/*; do echo "# $(basename "$b"): $(ldd "$b" 2>&1 | tr '\n' ' ' | cut -c1-200)"; done
-    bash "$root/bench/run_all.sh" --bin "$root/.carry/bin" --out "$out" "$@"
+    bash "$root/bench/core/run_all.sh" --bin "$root/.carry/bin" --out "$out" "$@"
   } 2>&1 | tee "$out/log.txt"
   ;;
 *)

@@ -25,6 +25,6 @@ echo "=== The seeds' examples, on CPU threads with abar"
 "$build"/examples/example_demo
 
 echo
-echo "=== Benchmark summary (--quick; the full run: $build/bench/abar-bench-all --out DIR)"
-"$build"/bench/abar-bench-all --quick --out "$build/bench-out"
+echo "=== Benchmark summary (--quick; the full run: $build/bench/core/abar-bench-all --out DIR)"
+"$build"/bench/core/abar-bench-all --quick --out "$build/bench-out"
 echo "(table: $build/bench-out/bench.txt, CSV: bench.csv, plot: bench.png)"

@@ -4,6 +4,8 @@
 #          the MPI layer at 2 and 4 ranks, the benchmarks' self-check, the
 #          Promela model check and a short fuzz run)
 #   clang, ThreadSanitizer, AddressSanitizer + UBSan (the library and its tests)
+#   the probes: the library build line without clang's libFuzzer runtime, and
+#          without clang, nvcc, MPI and spin (scripts/probe_check.sh)
 #   the install check (find_package and pkg-config against an installed copy)
 # (The aarch64 cross check, scripts/aarch64_check.sh, is run by hand: under
 #  qemu-user it takes minutes and one case cannot run; docs/reliability.md.)
@@ -52,16 +54,25 @@ if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
   nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   cuda=(-DABAR_WITH_CUDA=ON -DCMAKE_CUDA_COMPILER="$nvcc")
 fi
-host=(-DABAR_WITH_CUDA=OFF -DABAR_WITH_VERIFY=OFF)
+host=(-DABAR_WITH_CUDA=OFF -DABAR_WITH_VERIFY=OFF -DABAR_WITH_MPI=OFF)
 
+# ON: required (the packages above bring them), so none is left out unseen.
 run_suite gcc   -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ "${cuda[@]}" \
-                -DABAR_WITH_MPI=ON -DABAR_BUILD_BENCH=ON
+                -DABAR_WITH_MPI=ON -DABAR_WITH_MODEL=ON -DABAR_WITH_FUZZ=ON -DABAR_BUILD_BENCH=ON
 run_suite clang -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${host[@]}"
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 run_suite tsan  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${host[@]}" -DABAR_SANITIZE=thread
 # gcc's ASan: clang 14's reports a false stack-buffer-overflow in its own
 # sigaltstack interceptor when a thread exits through pthread_cancel.
 run_suite asan  -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ "${host[@]}" -DABAR_SANITIZE=address
+
+# The README's library build line where optional tools are missing: clang
+# without its libFuzzer runtime; no clang, nvcc, MPI or spin at all.
+for c in nofuzz bare; do
+  echo "=== probes: $c"
+  if scripts/probe_check.sh "$c" >"$root/build-ci-probe-$c.log" 2>&1; then tally "probes $c" 1 0
+  else tail -30 "$root/build-ci-probe-$c.log"; tally "probes $c" 0 1; fi
+done
 
 echo "=== install check"
 if scripts/install_check.sh >"$root/build-ci-install.log" 2>&1; then tally install 1 0

@@ -1,67 +1,29 @@
-/* team_pool.c - the persistent pool of worker threads and abar_run.
+/* team_pool.c - the persistent pool of worker threads: its life, its size,
+ * and the dispatch of a launch to its workers.
  *
  * Worker 0 is the thread that calls abar_run; workers 1..P-1 are pool
- * threads that wait for the next launch.  A launch:
+ * threads that wait for the next launch.  A launch (team_run.c):
  *   caller: validate, prepare the slots, publish the launch, bump `gen`;
  *   every worker: see `gen` move, run its part (or none), decrement `pending`;
  *   caller: run its own part, wait for `pending` to reach 0.
  * Waiting spins briefly (the core's budget, ABAR_SPIN_NS), then sleeps on a
- * futex.  This dispatch is the pool's own (two words and a futex, as an
- * OpenMP runtime's); the teams' and clusters' barriers are abar_t. */
+ * futex; in a pool with more threads than CPUs it sleeps at once.  Without a
+ * configured size the pool grows to the largest cluster a launch needs.
+ * This dispatch is the pool's own (two words and a futex, as an OpenMP
+ * runtime's); the teams' and clusters' barriers are abar_t. */
 #define _GNU_SOURCE
 #include "abar_internal.h"
 #include "team_internal.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct worker {
-    pthread_t tid;
-    unsigned index;
-    struct abar__pool *pool;
-};
-
-struct abar__pool {
-    /* line 0: the caller writes it once a launch, the workers read it */
-    _Alignas(64) _Atomic uint32_t gen; /* launch generation; futex word of sleeping workers */
-    _Atomic uint32_t sleepers;         /* workers that may sleep on gen */
-    bool quit;                         /* read after gen moves: leave the loop */
-    uint64_t base;                     /* read after gen moves: the first wave's residency base */
-    /* line 1: every worker writes it once a launch */
-    _Alignas(64) _Atomic uint32_t pending; /* workers not done with the launch; the caller's futex word */
-    _Atomic uint32_t caller_parked;
-    /* read-mostly */
-    _Alignas(64) unsigned nthreads;    /* P, the caller included */
-    unsigned flags;
-    uint64_t spin_ns;                  /* 0 when the pool has more threads than CPUs */
-    struct abar__launch *L;            /* the current launch (read after gen moves) */
-    struct worker *workers;
-    int *cpu;                          /* worker w runs on cpu[w % ncpu] when pinned */
-    int *grp;                          /* cache group of worker w */
-    int ncpu;
-    /* Cached per launch shape: the cut of workers into slots. */
-    unsigned place_C, place_K;
-    int *slot_of, *rank_of;
-    /* The barriers stay initialised between launches of one shape. */
-    unsigned shape_ts, shape_cs;
-    uint64_t epoch;
-    _Atomic uint64_t residencies;
-    /* Grow-only storage for the slots, teams, exit flags and shared memory. */
-    struct abar__launch launch;
-    struct abar__slot *slots;          /* P of them */
-    struct abar__team *teams;          /* P of them */
-    struct abar__xflag *xflags;        /* P of them */
-    unsigned char *shm;
-    size_t shm_bytes;
-};
-
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER; /* one launch at a time */
 static struct abar__pool *pool;                                 /* under pool_lock */
-static unsigned cfg_threads;                                    /* 0: default */
+static unsigned cfg_threads;                                    /* 0: default, grows; else a hard cap */
 static unsigned cfg_flags;
 static bool cfg_set;                                            /* configure() was called */
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -99,63 +61,6 @@ static unsigned want_flags(void)
     return env_uint("ABAR_POOL_PIN", 0, 1) ? ABAR_POOL_PIN : 0;
 }
 
-/* ---- one worker's part of a launch --------------------------------------------- */
-
-static void run_cluster(struct abar__slot *s, unsigned r, uint64_t residency, abar_thread_t *self)
-{
-    struct abar__launch *L = s->L;
-    unsigned ts = L->cfg.team_size;
-    *self = (abar_thread_t){
-        .L = L, .slot = s, .team = &s->teams[r / ts], .x = &s->x[r], .key = residency * 4,
-        .thread_rank = r % ts,
-        .cluster_rank = r / ts,
-        .cluster_index = s->cluster,
-        .team_rank = s->cluster * L->cfg.cluster_size + r / ts,
-    };
-    abar__team_self = self;
-    L->kernel(self, L->arg);
-    abar__team_self = NULL;
-    abar__team_exit(self);
-}
-
-/* sbar's completion: every thread of the slot has left the previous cluster;
- * set the slot up for the next (or stop after an abort). */
-void abar__team_next_wave(void *arg)
-{
-    struct abar__slot *s = arg;
-    struct abar__launch *L = s->L;
-    pthread_mutex_lock(&L->lock);
-    /* relaxed: abort stores the code before taking the lock we hold. */
-    if (atomic_load_explicit(&L->abort_code, memory_order_relaxed) != 0) {
-        s->stop = true;
-    } else {
-        s->cluster += L->K;
-        /* relaxed: only uniqueness matters; sbar's release publishes it. */
-        s->residency = atomic_fetch_add_explicit(L->residencies, 1, memory_order_relaxed) + 1;
-        if (abar__team_prepare_cluster(s) != 0) s->stop = true; /* cannot happen */
-    }
-    pthread_mutex_unlock(&L->lock);
-}
-
-static void run_part(struct abar__pool *p, unsigned w, uint64_t base)
-{
-    struct abar__launch *L = p->L;
-    int k = p->slot_of[w];
-    if (k < 0 || (unsigned)k >= L->K) return; /* not needed by this launch */
-    struct abar__slot *s = &L->slots[k];
-    unsigned r = (unsigned)p->rank_of[w];
-    abar_thread_t self;
-    for (;;) {
-        /* acquire (inside): a wave started after an abort does not run. */
-        if (atomic_load_explicit(&L->abort_code, memory_order_acquire) == 0)
-            run_cluster(s, r, s->cluster < L->K ? base + s->cluster : s->residency, &self);
-        if (s->cluster + L->K >= L->clusters) return; /* the last wave */
-        /* sbar's completion sets s->cluster and s->stop before its release. */
-        (void)abar_arrive_and_wait(&s->sbar);
-        if (s->stop) return;
-    }
-}
-
 /* Returns once gen is no longer g: spins for the budget, then sleeps.
  * seq_cst on sleepers and gen here, and on the caller's store of gen and load
  * of sleepers: either we see the new gen, or the caller sees us and wakes us. */
@@ -184,7 +89,7 @@ static void *worker_main(void *arg)
         /* No launch can follow before this worker's decrement below: gen
          * moved exactly once. */
         if (p->quit) return NULL;
-        run_part(p, wk->index, p->base);
+        p->part(p, wk->index, p->base);
         /* acq_rel: publishes this worker's part to the caller (its acquire
          * load of 0); seq_cst with caller_parked below (see wait_done). */
         if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_parked))
@@ -265,9 +170,11 @@ static void at_fork_child(void)
 
 static void register_atfork(void) { pthread_atfork(NULL, NULL, at_fork_child); }
 
-static int pool_start(struct abar__pool **out)
+/* Starts a pool of want_threads() threads, or `least` if that is more. */
+static int pool_start(struct abar__pool **out, unsigned least)
 {
     unsigned n = want_threads();
+    if (n < least) n = least;
     struct abar__pool *p = calloc(1, sizeof *p);
     if (p == NULL) return ENOMEM;
     p->nthreads = n;
@@ -301,8 +208,13 @@ static int pool_start(struct abar__pool **out)
     free(cpus);
     free(cgrp);
 
-    /* Spinning while waiting only pays when every pool thread has a CPU. */
+    /* Spinning while waiting only pays when every pool thread has a CPU;
+     * oversubscribed, the pool's waits and every launch barrier park. */
     p->spin_ns = n <= (unsigned)ncpu ? abar__spin_ns() : 0;
+    p->wait_flags = n <= (unsigned)ncpu ? 0 : ABAR_WAIT_PARK;
+    /* Four turns of every thread sharing a CPU (the core's rule for a
+     * barrier larger than the machine). */
+    p->yield_rounds = n <= (unsigned)ncpu ? 0 : 4 * ((n + (unsigned)ncpu - 1) / (unsigned)ncpu);
     p->epoch = 1;
     int err = 0;
     unsigned w;
@@ -373,105 +285,33 @@ int abar_pool_shutdown(void)
     return 0;
 }
 
-/* Checks cfg against a pool of P threads; 0 or the error abar_run returns. */
-static int check_launch(const abar_launch_t *cfg, abar_kernel_fn *kernel, unsigned P)
-{
-    if (cfg == NULL || kernel == NULL) return EINVAL;
-    if (cfg->teams == 0 || cfg->team_size == 0 || cfg->cluster_size == 0) return EINVAL;
-    if (cfg->teams % cfg->cluster_size != 0) return EINVAL;
-    if ((uint64_t)cfg->team_size * cfg->cluster_size > P) return E2BIG;
-    return 0;
-}
+/* ---- for abar_run (team_run.c) ---------------------------------------------------- */
 
-/* Sets up the shared memory for K resident clusters. */
-static int setup_shared(struct abar__pool *p, struct abar__launch *L)
+int abar__pool_enter(unsigned need, struct abar__pool **out)
 {
-    size_t b = L->cfg.shared_bytes;
-    if (b == 0) {
-        if (L->shared_stride) L->shared_stride = 0;
-        return 0;
-    }
-    if (b > SIZE_MAX - ABAR_TEAM_SHARED_ALIGN) return ENOMEM;
-    size_t stride = (b + ABAR_TEAM_SHARED_ALIGN - 1) / ABAR_TEAM_SHARED_ALIGN * ABAR_TEAM_SHARED_ALIGN;
-    size_t nteams = (size_t)L->K * L->cfg.cluster_size;
-    if (stride > SIZE_MAX / nteams) return ENOMEM;
-    size_t need = stride * nteams;
-    if (need > p->shm_bytes) {
-        void *m = aligned_alloc(ABAR_TEAM_SHARED_ALIGN, need);
-        if (m == NULL) return ENOMEM;
-        free(p->shm);
-        p->shm = m;
-        p->shm_bytes = need;
-    }
-    if (L->shared_stride != stride) L->shared_stride = stride;
-    return 0;
-}
-
-int abar_run(const abar_launch_t *cfg, abar_kernel_fn *kernel, void *arg)
-{
-    if (abar__team_self) return EDEADLK; /* the pool is busy with our own launch */
-    int err = check_launch(cfg, kernel, ABAR_POOL_THREADS_MAX);
-    if (err) return err;
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&pool_lock);
-    if (pool == NULL && (err = pool_start(&pool)) != 0) goto out;
-    struct abar__pool *p = pool;
-    if ((err = check_launch(cfg, kernel, p->nthreads)) != 0) goto out;
+    /* Without a configured size the pool grows (a new, larger pool; it stays
+     * that size); with one, abar_run's check says E2BIG above it. */
+    int err = 0;
+    if (pool && pool->nthreads < need && cfg_threads == 0) pool_end();
+    if (pool == NULL && (err = pool_start(&pool, cfg_threads ? 0 : need)) != 0) {
+        pthread_mutex_unlock(&pool_lock);
+        return err;
+    }
+    *out = pool;
+    return 0;
+}
 
-    /* Fields are written only when they change: every worker reads them, and
-     * a store would take their cache lines away from all of them. */
-#define SET(lv, v) do { if ((lv) != (v)) (lv) = (v); } while (0)
-    struct abar__launch *L = &p->launch;
-    if (memcmp(&L->cfg, cfg, sizeof *cfg) != 0) L->cfg = *cfg;
-    SET(L->kernel, kernel);
-    SET(L->arg, arg);
-    SET(L->clusters, cfg->teams / cfg->cluster_size);
-    SET(L->C, cfg->team_size * cfg->cluster_size);
-    if (p->place_C != L->C) {
-        unsigned K = abar__team_place(p->nthreads, L->C,
-                                      p->flags & ABAR_POOL_PIN ? p->grp : NULL,
-                                      p->slot_of, p->rank_of);
-        p->place_C = L->C;
-        p->place_K = K;
-    }
-    if (p->shape_ts != cfg->team_size || p->shape_cs != cfg->cluster_size) {
-        p->shape_ts = cfg->team_size; /* another layout: initialise every barrier */
-        p->shape_cs = cfg->cluster_size;
-        p->epoch++;
-    }
-    SET(L->epoch, p->epoch);
-    SET(L->residencies, &p->residencies);
-    SET(L->K, p->place_K < L->clusters ? p->place_K : L->clusters);
-    if ((err = setup_shared(p, L)) != 0) goto out;
-    SET(L->slots, p->slots);
-    if (atomic_load_explicit(&L->abort_code, memory_order_relaxed))
-        atomic_store_explicit(&L->abort_code, 0, memory_order_relaxed);
-    for (unsigned k = 0; k < L->K; k++) {
-        struct abar__slot *s = &p->slots[k];
-        SET(s->L, L);
-        SET(s->teams, &p->teams[(size_t)k * cfg->cluster_size]);
-        SET(s->x, &p->xflags[(size_t)k * L->C]);
-        SET(s->cluster, k);
-        SET(s->stop, false);
-        for (unsigned i = 0; i < cfg->cluster_size; i++)
-            SET(s->teams[i].shared, L->shared_stride == 0 ? NULL /* no pointer arithmetic on NULL */
-                                    : p->shm + ((size_t)k * cfg->cluster_size + i) * L->shared_stride);
-        if (abar__team_prepare_cluster(s) != 0) {
-            err = EINVAL; /* cannot happen: sizes were checked */
-            p->epoch++;
-            goto out;
-        }
-    }
-    p->L = L;
+void abar__pool_leave(void) { pthread_mutex_unlock(&pool_lock); }
+
+void abar__pool_dispatch(struct abar__pool *p, abar__pool_part_fn *part)
+{
+    if (p->part != part) p->part = part; /* published by start_launch's release */
     /* relaxed: uniqueness only; published by start_launch's release. */
-    p->base = atomic_fetch_add_explicit(&p->residencies, L->K, memory_order_relaxed) + 1;
+    p->base = atomic_fetch_add_explicit(&p->residencies, p->L->K, memory_order_relaxed) + 1;
     start_launch(p);
-    run_part(p, 0, p->base);
+    part(p, 0, p->base);
     /* acquire (in wait_done): every worker's part, and the abort code. */
     wait_done(p);
-    err = atomic_load_explicit(&L->abort_code, memory_order_relaxed);
-    if (err) p->epoch++; /* cancelled barriers: initialise them all next time */
-out:
-    pthread_mutex_unlock(&pool_lock);
-    return err;
 }

@@ -80,20 +80,22 @@ static int reinit(abar_t *b, unsigned expected, const abar_attr_t *attr)
 int abar__team_prepare_cluster(struct abar__slot *s)
 {
     const abar_launch_t *cfg = &s->L->cfg;
+    const unsigned f = s->L->wait_flags;
+    const abar_attr_t plain = { NULL, NULL, f };
     bool full = s->epoch != s->L->epoch;
     int r = 0;
-    if (full) r |= reinit(&s->sbar, s->L->C, &(abar_attr_t){ abar__team_next_wave, s, 0 });
+    if (full) r |= reinit(&s->sbar, s->L->C, &(abar_attr_t){ abar__team_next_wave, s, f });
     /* relaxed: the slot's threads are all quiescent (see above); their
      * stores to `used` are ordered before this by the start/sbar handshake. */
     bool cluster_used = full || atomic_load_explicit(&s->used, memory_order_relaxed);
-    if (cluster_used) r |= reinit(&s->cbar, cfg->cluster_size, NULL);
+    if (cluster_used) r |= reinit(&s->cbar, cfg->cluster_size, &plain);
     for (unsigned i = 0; i < cfg->cluster_size; i++) {
         struct abar__team *t = &s->teams[i];
         if (full || atomic_load_explicit(&t->used, memory_order_relaxed))
-            r |= reinit(&t->tbar, cfg->team_size, NULL);
+            r |= reinit(&t->tbar, cfg->team_size, &plain);
         if (cluster_used) {
-            abar_attr_t stage = { team_stage_done, t, 0 };
-            r |= reinit(&t->tcbar, cfg->team_size, cfg->cluster_size > 1 ? &stage : NULL);
+            abar_attr_t stage = { team_stage_done, t, f };
+            r |= reinit(&t->tcbar, cfg->team_size, cfg->cluster_size > 1 ? &stage : &plain);
             atomic_store_explicit(&t->live, cfg->team_size, memory_order_relaxed);
         }
         /* Written only when they change: the workers read this line. */
@@ -216,7 +218,7 @@ int abar_team_wait(abar_thread_t *self, abar_token_t t)
     if (e) return e; /* the error its arrive reported */
     if (!self->team_pending || t.raw != self->team_tok.raw || t.id != self->team_tok.id)
         return EINVAL; /* no arrive to wait for, or not its token: consumed once */
-    int r = abar_wait(&self->team->tbar, t);
+    int r = abar__team_wait(self->L, &self->team->tbar, t);
     if (r == 0 || r == ECANCELED) self->team_pending = false;
     return r;
 }
@@ -226,7 +228,9 @@ int abar_team_sync(abar_thread_t *self)
     if (!self_ok(self)) return EINVAL;
     if (self->team_pending) return EALREADY;
     team_use(self);
-    return abar_arrive_and_wait(&self->team->tbar);
+    abar_token_t t = abar_arrive(&self->team->tbar);
+    int e = abar_token_error(t);
+    return e ? e : abar__team_wait(self->L, &self->team->tbar, t);
 }
 
 /* ---- cluster barrier: the team stage, then the cluster stage --------------- */
@@ -250,11 +254,11 @@ abar_token_t abar_cluster_arrive(abar_thread_t *self)
 static int cluster_wait(abar_thread_t *self, abar_token_t t, unsigned idx)
 {
     struct abar__team *team = self->team;
-    int r = abar_wait(&team->tcbar, t);
+    int r = abar__team_wait(self->L, &team->tcbar, t);
     if (r || self->L->cfg.cluster_size == 1) return r; /* one team: the stage is the cluster */
-    /* Read after tcbar's release (acquire in abar_wait): the completion's store. */
+    /* Read after tcbar's release (acquire in the wait): the completion's store. */
     abar_token_t ct = team->ctok[idx];
-    return abar_wait(&self->slot->cbar, ct);
+    return abar__team_wait(self->L, &self->slot->cbar, ct);
 }
 
 int abar_cluster_wait(abar_thread_t *self, abar_token_t t)
@@ -292,7 +296,7 @@ void abar__team_exit(abar_thread_t *self)
     if (!self->team_pending) leave_team(self);
     if (!self->cluster_pending) leave_cluster(self);
     if (self->team_pending) {
-        (void)abar_wait(&team->tbar, self->team_tok);
+        (void)abar__team_wait(self->L, &team->tbar, self->team_tok);
         self->team_pending = false;
         leave_team(self);
     }

@@ -80,9 +80,9 @@ struct shm {
     uintptr_t addr[MAXP + 1];     /* where process i mapped the region */
     /* a token passed from process to process: process 0 writes it while the
      * others read it, so its two words are atomics, each read once (a plain
-     * struct was a data race: gcc for aarch64 loaded `raw` twice, once to
-     * test the token and once to compare it, and the two loads could see
-     * different rounds' tokens).  The identity never changes while it runs. */
+     * struct would be a data race: a compiler may load `raw` twice, once to
+     * test the token and once to compare it, and the two loads can see
+     * different rounds' tokens; gcc for aarch64 does).  The identity never changes while it runs. */
     _Atomic uint64_t handed_raw, handed_id;
     _Atomic int timed_out;        /* dies-mid-phase: survivors whose timed wait expired */
     _Atomic int go;

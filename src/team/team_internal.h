@@ -24,7 +24,9 @@
 
 #include "abar_team.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -86,6 +88,8 @@ struct abar__launch {
     struct abar__slot *slots;
     _Atomic uint64_t *residencies; /* the pool's counter */
     uint64_t epoch;
+    unsigned wait_flags;       /* attr.flags of every barrier: ABAR_WAIT_PARK when the pool is oversubscribed */
+    unsigned yield_rounds;     /* oversubscribed: rounds a wait yields its CPU before it parks */
     _Atomic int abort_code;    /* first abar_abort's code, else 0 */
     pthread_mutex_t lock;      /* orders abort's cancels with sbar's re-inits */
 };
@@ -102,6 +106,76 @@ struct abar_thread {
     unsigned cluster_idx;      /* ctok slot of the pending cluster arrival */
     uint64_t cluster_phases;   /* this thread's arrivals on tcbar: its phase number */
 };
+
+/* Waits for phase t of one of the launch's barriers.  Oversubscribed, the
+ * thread yields its CPU (testing the phase after each yield) for a few turns
+ * of every thread sharing it, then parks (the barriers are ABAR_WAIT_PARK);
+ * else the core's wait: spin for the budget, then park. */
+static inline int abar__team_wait(const struct abar__launch *L, abar_t *b, abar_token_t t)
+{
+    for (unsigned i = 0; i < L->yield_rounds; i++) {
+        int r = abar_test(b, t);
+        if (r != EBUSY) return r;
+        sched_yield();
+    }
+    return abar_wait(b, t);
+}
+
+/* The pool (team_pool.c).  Written under its lock (one launch at a time)
+ * except where said. */
+struct worker {
+    pthread_t tid;
+    unsigned index;
+    struct abar__pool *pool;
+};
+
+struct abar__pool {
+    /* line 0: the caller writes it once a launch, the workers read it */
+    _Alignas(64) _Atomic uint32_t gen; /* launch generation; futex word of sleeping workers */
+    _Atomic uint32_t sleepers;         /* workers that may sleep on gen */
+    bool quit;                         /* read after gen moves: leave the loop */
+    uint64_t base;                     /* read after gen moves: the first wave's residency base */
+    /* line 1: every worker writes it once a launch */
+    _Alignas(64) _Atomic uint32_t pending; /* workers not done with the launch; the caller's futex word */
+    _Atomic uint32_t caller_parked;
+    /* read-mostly */
+    _Alignas(64) unsigned nthreads;    /* P, the caller included */
+    unsigned flags;
+    uint64_t spin_ns;                  /* 0 when the pool has more threads than CPUs */
+    unsigned wait_flags;               /* the launch barriers' flags: ABAR_WAIT_PARK when oversubscribed */
+    unsigned yield_rounds;             /* oversubscribed: a wait's yields before it parks */
+    struct abar__launch *L;            /* the current launch (read after gen moves) */
+    void (*part)(struct abar__pool *, unsigned, uint64_t); /* each worker's part of it (likewise) */
+    struct worker *workers;
+    int *cpu;                          /* worker w runs on cpu[w % ncpu] when pinned */
+    int *grp;                          /* cache group of worker w */
+    int ncpu;
+    /* Cached per launch shape: the cut of workers into slots. */
+    unsigned place_C, place_K;
+    int *slot_of, *rank_of;
+    /* The barriers stay initialised between launches of one shape. */
+    unsigned shape_ts, shape_cs;
+    uint64_t epoch;
+    _Atomic uint64_t residencies;
+    /* Grow-only storage for the slots, teams, exit flags and shared memory. */
+    struct abar__launch launch;
+    struct abar__slot *slots;          /* P of them */
+    struct abar__team *teams;          /* P of them */
+    struct abar__xflag *xflags;        /* P of them */
+    unsigned char *shm;
+    size_t shm_bytes;
+};
+
+/* Locks the pool for one launch and fits it to a cluster of `need` threads:
+ * without a configured size, a smaller pool is replaced by one of `need`.
+ * 0 (locked; *out the pool) or ENOMEM, EAGAIN (unlocked). */
+int abar__pool_enter(unsigned need, struct abar__pool **out);
+void abar__pool_leave(void);
+/* Runs part(p, w, base) on every worker w of the pool, the caller as worker
+ * 0, for launch p->L (base: its first wave's residency base); returns when
+ * all are done (acquire: their parts happen before). */
+typedef void abar__pool_part_fn(struct abar__pool *p, unsigned w, uint64_t base);
+void abar__pool_dispatch(struct abar__pool *p, abar__pool_part_fn *part);
 
 /* team_sync.c */
 extern _Thread_local abar_thread_t *abar__team_self; /* inside a kernel: its self */

@@ -7,22 +7,31 @@
  *            (abar_arrive_and_wait), abar_team_sync over one team of P,
  *            abar_cluster_sync over 2 teams of P/2 (hierarchical), and
  *            `#pragma omp barrier` over P OpenMP threads
+ *   oversub  more threads than CPUs (n in the affinity mask), on the default
+ *            pool (which grows to fit): abar_team_sync over a team of 2n,
+ *            abar_cluster_sync over clusters of 4 teams of n (4n) and of 2n
+ *            (8n), against `#pragma omp barrier` over as many OpenMP threads;
+ *            each as wall time a phase (unit ns) and the process's CPU time
+ *            a phase (unit cpu-ns: user + system, every thread)
  *
  * Each figure is measured in `rounds` rounds, interleaved between the
  * implementations (so a noisy neighbour hits them alike); a round is the mean
  * over its iterations; the row gives the median, min and max over rounds.
- * Output: CSV rows (the format of bench/common.h):
+ * Output: CSV rows (the format of bench/common/common.h):
  *   scenario,impl,threads,param,median,min,max,rounds,phases,unit,flags
  *
- * Usage: team-bench [threads] [rounds]   (default: the pool's size, 15) */
+ * Usage: team-bench [threads] [rounds]   (default: the pool's size, 15; the
+ * oversub rows take at most 5 rounds) */
 #define _GNU_SOURCE
 #include <abar_team.h>
 
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -47,7 +56,7 @@ static int cmp_d(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-struct series { const char *scenario, *impl; unsigned threads; const char *param; double v[MAX_ROUNDS]; int n; long iters; };
+struct series { const char *scenario, *impl; unsigned threads; const char *param; double v[MAX_ROUNDS]; int n; long iters; const char *unit; };
 
 static void row(struct series *s)
 {
@@ -55,8 +64,8 @@ static void row(struct series *s)
     double v[MAX_ROUNDS];
     memcpy(v, s->v, sizeof v);
     qsort(v, (size_t)s->n, sizeof v[0], cmp_d);
-    printf("%s,%s,%u,%s,%.1f,%.1f,%.1f,%d,%ld,ns,\n", s->scenario, s->impl, s->threads, s->param,
-           v[s->n / 2], v[0], v[s->n - 1], s->n, s->iters);
+    printf("%s,%s,%u,%s,%.1f,%.1f,%.1f,%d,%ld,%s,\n", s->scenario, s->impl, s->threads, s->param,
+           v[s->n / 2], v[0], v[s->n - 1], s->n, s->iters, s->unit ? s->unit : "ns");
     fflush(stdout);
 }
 
@@ -155,6 +164,103 @@ static double barrier_round(unsigned P, int kind)
     return (double)(atomic_load(&t_end) - atomic_load(&t_begin)) / PHASES;
 }
 
+/* ---- oversubscribed: more threads than CPUs, the default pool ------------------- */
+
+enum { OVER_PHASES = 2000 };
+
+static uint64_t cpu_ns(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return ((uint64_t)u.ru_utime.tv_sec + (uint64_t)u.ru_stime.tv_sec) * 1000000000u +
+           ((uint64_t)u.ru_utime.tv_usec + (uint64_t)u.ru_stime.tv_usec) * 1000u;
+}
+
+static void over_kernel(abar_thread_t *self, void *arg)
+{
+    int cluster = *(int *)arg, r = 0;
+    for (int i = 0; i < OVER_PHASES; i++) r |= cluster ? abar_cluster_sync(self) : abar_team_sync(self);
+    if (r) { fprintf(stderr, "barrier failed: %d\n", r); exit(1); }
+}
+
+/* One launch of one cluster of cs teams of ts (the launch's cost is in the
+ * figure: a few microseconds against thousands of phases). */
+static void abar_over_round(unsigned ts, unsigned cs, double *wall, double *cpu)
+{
+    abar_launch_t cfg = { cs, ts, cs, 0 };
+    int cluster = cs > 1;
+    uint64_t t0 = now_ns(), c0 = cpu_ns();
+    if (abar_run(&cfg, over_kernel, &cluster) != 0) { fprintf(stderr, "abar_run failed\n"); exit(1); }
+    *wall = (double)(now_ns() - t0) / OVER_PHASES;
+    *cpu = (double)(cpu_ns() - c0) / OVER_PHASES;
+}
+
+#ifdef _OPENMP
+static void omp_over_round(unsigned T, double *wall, double *cpu)
+{
+    uint64_t t0 = now_ns(), c0 = cpu_ns();
+#pragma omp parallel num_threads(T)
+    for (int i = 0; i < OVER_PHASES; i++) {
+#pragma omp barrier
+    }
+    *wall = (double)(now_ns() - t0) / OVER_PHASES;
+    *cpu = (double)(cpu_ns() - c0) / OVER_PHASES;
+}
+#endif
+
+static void oversubscribed(int rounds)
+{
+    cpu_set_t set;
+    unsigned n = sched_getaffinity(0, sizeof set, &set) == 0 ? (unsigned)CPU_COUNT(&set) : 1;
+    if (abar_pool_configure(0, 0) != 0) exit(1); /* the default pool: it grows to each launch */
+    static const struct { const char *param; unsigned ts_n, cs; } shape[] = {
+        { "team-2x", 2, 1 }, { "cluster-4x", 1, 4 }, { "cluster-8x", 2, 4 },
+    };
+    enum { NS = sizeof shape / sizeof shape[0] };
+    struct series aw[NS], ac[NS];
+#ifdef _OPENMP
+    struct series ow[NS], oc[NS];
+#endif
+    for (unsigned k = 0; k < NS; k++) {
+        unsigned T = shape[k].ts_n * n * shape[k].cs;
+        const char *impl = shape[k].cs > 1 ? "abar_cluster_sync" : "abar_team_sync";
+        aw[k] = (struct series){ "oversub", impl, T, shape[k].param, { 0 }, 0, OVER_PHASES, "ns" };
+        ac[k] = (struct series){ "oversub", impl, T, shape[k].param, { 0 }, 0, OVER_PHASES, "cpu-ns" };
+#ifdef _OPENMP
+        ow[k] = (struct series){ "oversub", OMP_IMPL_NAME, T, shape[k].param, { 0 }, 0, OVER_PHASES, "ns" };
+        oc[k] = (struct series){ "oversub", OMP_IMPL_NAME, T, shape[k].param, { 0 }, 0, OVER_PHASES, "cpu-ns" };
+#endif
+        double w, c; /* warm-up: the pool grows, the OpenMP team starts */
+        abar_over_round(shape[k].ts_n * n, shape[k].cs, &w, &c);
+#ifdef _OPENMP
+        omp_over_round(T, &w, &c);
+#endif
+    }
+    for (int r = 0; r < rounds; r++)
+        for (unsigned k = 0; k < NS; k++) {
+            abar_over_round(shape[k].ts_n * n, shape[k].cs, &aw[k].v[aw[k].n++], &ac[k].v[ac[k].n++]);
+#ifdef _OPENMP
+            omp_over_round(aw[k].threads, &ow[k].v[ow[k].n++], &oc[k].v[oc[k].n++]);
+#endif
+        }
+    for (unsigned k = 0; k < NS; k++) {
+        row(&aw[k]);
+        row(&ac[k]);
+#ifdef _OPENMP
+        row(&ow[k]);
+        row(&oc[k]);
+#endif
+    }
+    for (unsigned k = 0; k < NS; k++) {
+        printf("# oversub %s: %u threads on %u CPUs, abar: %.1f us wall, %.1f us CPU a phase", shape[k].param,
+               aw[k].threads, n, median(&aw[k]) / 1e3, median(&ac[k]) / 1e3);
+#ifdef _OPENMP
+        printf("; %s: %.1f us wall, %.1f us CPU", OMP_IMPL_NAME, median(&ow[k]) / 1e3, median(&oc[k]) / 1e3);
+#endif
+        printf("\n");
+    }
+}
+
 int main(int argc, char **argv)
 {
     unsigned P = argc > 1 ? (unsigned)atoi(argv[1]) : 0;
@@ -164,14 +270,14 @@ int main(int argc, char **argv)
     if (P > abar_pool_threads() && abar_pool_configure(P, 0) != 0) return 1;
     unsigned Pc = P & ~1u; /* the cluster rows need an even count */
 
-    struct series la = { "launch", "abar_run", P, "empty", { 0 }, 0, LAUNCHES };
-    struct series bf = { "barrier", "abar-flat", P, "in-launch", { 0 }, 0, PHASES };
-    struct series bt = { "barrier", "abar_team_sync", P, "1x", { 0 }, 0, PHASES };
-    struct series bf2 = { "barrier", "abar-flat", Pc, "in-launch", { 0 }, 0, PHASES };
-    struct series bc = { "barrier", "abar_cluster_sync", Pc, "2x", { 0 }, 0, PHASES };
+    struct series la = { "launch", "abar_run", P, "empty", { 0 }, 0, LAUNCHES, NULL };
+    struct series bf = { "barrier", "abar-flat", P, "in-launch", { 0 }, 0, PHASES, NULL };
+    struct series bt = { "barrier", "abar_team_sync", P, "1x", { 0 }, 0, PHASES, NULL };
+    struct series bf2 = { "barrier", "abar-flat", Pc, "in-launch", { 0 }, 0, PHASES, NULL };
+    struct series bc = { "barrier", "abar_cluster_sync", Pc, "2x", { 0 }, 0, PHASES, NULL };
 #ifdef _OPENMP
-    struct series lo = { "launch", OMP_IMPL_NAME, P, "empty", { 0 }, 0, LAUNCHES };
-    struct series bo = { "barrier", OMP_IMPL_NAME, P, "omp-barrier", { 0 }, 0, PHASES };
+    struct series lo = { "launch", OMP_IMPL_NAME, P, "empty", { 0 }, 0, LAUNCHES, NULL };
+    struct series bo = { "barrier", OMP_IMPL_NAME, P, "omp-barrier", { 0 }, 0, PHASES, NULL };
     (void)omp_launch_round(P); /* start the OpenMP team */
 #endif
     (void)abar_launch_round(P); /* start the pool */
@@ -215,5 +321,6 @@ int main(int argc, char **argv)
     if (Pc >= 2)
         printf("# barrier: cluster_sync(2 teams) / flat = %.2f (target <= 1.3); team_sync / flat = %.2f\n",
                median(&bc) / median(&bf2), median(&bt) / median(&bf));
+    oversubscribed(rounds < 5 ? rounds : 5);
     return 0;
 }

@@ -1,0 +1,449 @@
+/*
+ * test_core_wait.c - waiting: test, current, token_at, the three wait
+ * policies, wait_until, signals and cancellation points, CPU use while
+ * blocked (SPEC section 2).
+ * Each case is named after the SPEC row (or the call) it checks; see
+ * tests/README.md for the row -> case table.
+ */
+#include "core_api.h"
+
+/* ---- waiting --------------------------------------------------------------- */
+
+TEST(test_never_blocks)
+{
+    for (int pi = 0; pi < 3; pi++) {
+        abar_t b;
+        abar_attr_t at = { NULL, NULL, POLICIES[pi] };
+        CHECK_EQ(abar_init(&b, 2, &at), 0);
+        abar_token_t t = abar_arrive(&b);
+        uint64_t t0 = now_ns();
+        for (int i = 0; i < 100000; i++) CHECK_EQ(abar_test(&b, t), EBUSY);
+        uint64_t dt = now_ns() - t0;
+        CHECK(dt < 2000000000u); /* 100k tests: no spin budget, no park */
+        CHECK_EQ(inside_of(&b), 0);
+        CHECK_EQ(abar_test(&b, abar_current(&b)), EBUSY);
+        CHECK(tok_ok(abar_arrive(&b)));
+        CHECK_EQ(abar_test(&b, t), 0);
+        CHECK_EQ(abar_destroy(&b), 0);
+    }
+}
+
+TEST(current_lets_nonparticipant_wait)
+{
+    for (int pi = 0; pi < 3; pi++) {
+        abar_t b;
+        abar_attr_t at = { count_completion, NULL, POLICIES[pi] };
+        atomic_store(&ncompl, 0);
+        CHECK_EQ(abar_init(&b, 2, &at), 0);
+        CHECK(tok_ok(abar_arrive(&b))); /* phase 0: one of two */
+        struct caller c[3];
+        for (int i = 0; i < 3; i++) caller_start(&c[i], &b, C_CURRENT_WAIT, (abar_token_t){0, 0});
+        await_inside(&b, 3);
+        abar_token_t cur = abar_current(&b);
+        CHECK_EQ(abar_phase(&b), 0);       /* current takes no part */
+        CHECK_EQ(abar_test(&b, cur), EBUSY);
+        msleep(10);
+        for (int i = 0; i < 3; i++) CHECK(!atomic_load(&c[i].done));
+        CHECK(tok_ok(abar_arrive(&b)));
+        for (int i = 0; i < 3; i++) CHECK_EQ(caller_join(&c[i]), 0);
+        CHECK_EQ(atomic_load(&ncompl), 1);
+        CHECK_EQ(abar_test(&b, cur), 0);
+        CHECK_EQ(abar_phase(&b), 1);
+        CHECK_EQ(abar_destroy(&b), 0);
+    }
+}
+
+/* abar_token_at: a token for any phase up to the open one; beyond it EINVAL;
+ * the open phase of a cancelled barrier ECANCELED; an older phase waits 0. */
+static abar_t tat_bar;
+static void *tat_waiter(void *arg)
+{
+    uint64_t ph = (uint64_t)(uintptr_t)arg;
+    return (void *)(intptr_t)abar_wait(&tat_bar, abar_token_at(&tat_bar, ph));
+}
+TEST(token_at_names_any_reached_phase)
+{
+    for (int pi = 0; pi < 3; pi++) {
+        abar_attr_t at = { NULL, NULL, POLICIES[pi] };
+        CHECK_EQ(abar_init(&tat_bar, 1, &at), 0);
+        for (int i = 0; i < 5; i++) CHECK_EQ(abar_arrive_and_wait(&tat_bar), 0);
+        CHECK_EQ(abar_phase(&tat_bar), 5);
+        for (uint64_t ph = 0; ph < 5; ph++) { /* completed: 0 at once */
+            abar_token_t t = abar_token_at(&tat_bar, ph);
+            CHECK_EQ(abar_token_error(t), 0);
+            CHECK_EQ(abar_wait(&tat_bar, t), 0);
+            CHECK_EQ(abar_test(&tat_bar, t), 0);
+        }
+        abar_token_t open = abar_token_at(&tat_bar, 5);
+        CHECK_EQ(abar_token_error(open), 0);
+        CHECK_EQ(abar_test(&tat_bar, open), EBUSY);
+        /* the same token abar_current gives: same phase, same barrier */
+        abar_token_t cur = abar_current(&tat_bar);
+        CHECK(cur.raw == open.raw && cur.id == open.id);
+        CHECK_EQ(abar_token_error(abar_token_at(&tat_bar, 6)), EINVAL);
+        CHECK_EQ(abar_token_error(abar_token_at(&tat_bar, UINT64_MAX)), EINVAL);
+        CHECK_EQ(abar_token_error(abar_token_at(NULL, 0)), EINVAL);
+        /* a thread blocked on the open phase is released by its completion */
+        pthread_t th;
+        pthread_create(&th, NULL, tat_waiter, (void *)(uintptr_t)5);
+        msleep(5);
+        CHECK_EQ(abar_arrive_and_wait(&tat_bar), 0);
+        void *rv;
+        pthread_join(th, &rv);
+        CHECK_EQ((int)(intptr_t)rv, 0);
+        /* cancelled: the open phase is refused, completed ones still say 0 */
+        CHECK_EQ(abar_cancel(&tat_bar), 0);
+        CHECK_EQ(abar_token_error(abar_token_at(&tat_bar, 6)), ECANCELED);
+        CHECK_EQ(abar_wait(&tat_bar, abar_token_at(&tat_bar, 5)), 0);
+        CHECK_EQ(abar_destroy(&tat_bar), 0);
+        CHECK_EQ(abar_token_error(abar_token_at(&tat_bar, 0)), EINVAL); /* destroyed */
+    }
+}
+
+/* Two threads exchange data through the barrier under each policy, with
+ * arrive+wait, wait_until, arrive_and_wait and test polling. */
+static abar_t pol_bar;
+static int pol_data[2][64];
+static void *pol_peer(void *arg)
+{
+    int me = (int)(intptr_t)arg;
+    for (int r = 0; r < 2000; r++) {
+        pol_data[r & 1][me] = r * 2 + me;
+        int rc = 0;
+        switch (r % 4) {
+        case 0: rc = abar_wait(&pol_bar, abar_arrive(&pol_bar)); break;
+        case 1: {
+            struct timespec ts = ts_in(5000000000LL);
+            rc = abar_wait_until(&pol_bar, abar_arrive(&pol_bar), &ts);
+            break;
+        }
+        case 2: rc = abar_arrive_and_wait(&pol_bar); break;
+        case 3: {
+            abar_token_t t = abar_arrive(&pol_bar);
+            while ((rc = abar_test(&pol_bar, t)) == EBUSY) sched_yield();
+        }
+        }
+        CHECK_EQ(rc, 0);
+        if (pol_data[r & 1][1 - me] != r * 2 + 1 - me) {
+            fprintf(stderr, "round %d: thread %d read %d from its peer, want %d\n", r, me,
+                    pol_data[r & 1][1 - me], r * 2 + 1 - me);
+            _exit(1);
+        }
+    }
+    return NULL;
+}
+
+TEST(wait_policies_all_three)
+{
+    for (int pi = 0; pi < 3; pi++) {
+        abar_attr_t at = { NULL, NULL, POLICIES[pi] };
+        CHECK_EQ(abar_init(&pol_bar, 2, &at), 0);
+        pthread_t a, c;
+        pthread_create(&a, NULL, pol_peer, (void *)0);
+        pthread_create(&c, NULL, pol_peer, (void *)1);
+        pthread_join(a, NULL);
+        pthread_join(c, NULL);
+        if (abar_phase(&pol_bar) != 2000) {
+            fprintf(stderr, "policy %s: phase %llu\n", policy_name(POLICIES[pi]),
+                    (unsigned long long)abar_phase(&pol_bar));
+            _exit(1);
+        }
+        CHECK_EQ(abar_destroy(&pol_bar), 0);
+    }
+}
+
+/* White box: SPIN never sets PARKED (never sleeps in the kernel), PARK sets
+ * it at once; default parks after its spin budget. */
+TEST(wait_policy_spin_never_parks_park_parks)
+{
+    for (int pi = 0; pi < 3; pi++) {
+        abar_t b;
+        abar_attr_t at = { NULL, NULL, POLICIES[pi] };
+        CHECK_EQ(abar_init(&b, 2, &at), 0);
+        struct caller c;
+        caller_start(&c, &b, C_ARRIVE_AND_WAIT, (abar_token_t){0, 0});
+        await_inside(&b, 1);
+        bool parked = false;
+        uint64_t t0 = now_ns();
+        while (now_ns() - t0 < 200000000u) { /* 200 ms: far past the default spin budget */
+            if (atomic_load(&I(&b)->state) & ST_PARKED) { parked = true; break; }
+            msleep(1);
+        }
+        if (parked != (POLICIES[pi] != ABAR_WAIT_SPIN)) {
+            fprintf(stderr, "policy %s: parked=%d after 200 ms\n", policy_name(POLICIES[pi]), parked);
+            _exit(1);
+        }
+        CHECK(!atomic_load(&c.done));
+        CHECK(tok_ok(abar_arrive(&b)));
+        CHECK_EQ(caller_join(&c), 0);
+        CHECK_EQ(abar_destroy(&b), 0);
+    }
+}
+
+TEST(wait_until_null_or_bad_nsec_einval)
+{
+    abar_t b;
+    CHECK_EQ(abar_init(&b, 2, NULL), 0);
+    abar_token_t t = abar_arrive(&b);
+    CHECK_EQ(abar_wait_until(&b, t, NULL), EINVAL);
+    struct timespec bad[] = { {0, -1}, {0, 1000000000}, {1, -5}, {1, 2000000000L}, {0, LONG_MIN} };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct timespec ts = ts_in(1000000000);
+        ts.tv_nsec = bad[i].tv_nsec;
+        CHECK_EQ(abar_wait_until(&b, t, &ts), EINVAL);
+    }
+    /* also for a token of a completed phase, and with a NULL barrier */
+    abar_token_t done = abar_arrive(&b); /* completes phase 0 */
+    CHECK_EQ(abar_test(&b, done), 0);
+    struct timespec ts = ts_in(0);
+    ts.tv_nsec = 1000000000;
+    CHECK_EQ(abar_wait_until(&b, done, &ts), EINVAL);
+    CHECK_EQ(abar_wait_until(&b, done, NULL), EINVAL);
+    CHECK_EQ(abar_wait_until(NULL, done, NULL), EINVAL);
+    /* the barrier unchanged: phase 1, two arrivals pending */
+    CHECK_EQ(abar_phase(&b), 1);
+    abar_token_t n = abar_arrive(&b);
+    CHECK_EQ(abar_test(&b, n), EBUSY);
+    CHECK(tok_ok(abar_arrive(&b)));
+    CHECK_EQ(abar_test(&b, n), 0);
+    CHECK_EQ(abar_destroy(&b), 0);
+}
+
+TEST(wait_until_past_deadline_complete_returns_0)
+{
+    abar_t b;
+    CHECK_EQ(abar_init(&b, 1, NULL), 0);
+    abar_token_t t = abar_arrive(&b);
+    struct timespec past = ts_in(-1000000), zero = {0, 0}, now = ts_in(0);
+    CHECK_EQ(abar_wait_until(&b, t, &past), 0);
+    CHECK_EQ(abar_wait_until(&b, t, &zero), 0);
+    CHECK_EQ(abar_wait_until(&b, t, &now), 0);
+    CHECK_EQ(abar_destroy(&b), 0);
+}
+
+TEST(wait_until_past_deadline_incomplete_etimedout_arrival_stays_counted)
+{
+    for (int pi = 0; pi < 3; pi++) {
+        abar_t b;
+        abar_attr_t at = { count_completion, NULL, POLICIES[pi] };
+        atomic_store(&ncompl, 0);
+        CHECK_EQ(abar_init(&b, 3, &at), 0);
+        abar_token_t t = abar_arrive(&b);
+        struct timespec past = ts_in(-1000000), zero = {0, 0};
+        uint64_t t0 = now_ns();
+        CHECK_EQ(abar_wait_until(&b, t, &past), ETIMEDOUT);
+        CHECK_EQ(abar_wait_until(&b, t, &zero), ETIMEDOUT);
+        CHECK(now_ns() - t0 < 500000000u); /* at once, not after a spin budget or a sleep */
+        /* a deadline in the near future: returns ETIMEDOUT no earlier than it */
+        struct timespec soon = ts_in(30000000);
+        uint64_t dl = (uint64_t)soon.tv_sec * 1000000000u + (uint64_t)soon.tv_nsec;
+        CHECK_EQ(abar_wait_until(&b, t, &soon), ETIMEDOUT);
+        CHECK(now_ns() >= dl);
+        CHECK(now_ns() - dl < 2000000000u);
+        CHECK_EQ(inside_of(&b), 0);
+        /* the arrival stays counted: 2 more complete the phase (not 3) */
+        CHECK(tok_ok(abar_arrive(&b)));
+        CHECK_EQ(abar_test(&b, t), EBUSY);
+        CHECK(tok_ok(abar_arrive(&b)));
+        CHECK_EQ(abar_test(&b, t), 0);
+        CHECK_EQ(abar_wait_until(&b, t, &past), 0);
+        CHECK_EQ(atomic_load(&ncompl), 1);
+        CHECK_EQ(abar_phase(&b), 1);
+        CHECK_EQ(abar_destroy(&b), 0);
+    }
+}
+
+TEST(wait_until_released_before_deadline)
+{
+    for (int pi = 0; pi < 3; pi++) {
+        abar_t b;
+        abar_attr_t at = { NULL, NULL, POLICIES[pi] };
+        CHECK_EQ(abar_init(&b, 2, &at), 0);
+        struct caller c;
+        caller_start(&c, &b, C_WAIT_UNTIL, abar_arrive(&b));
+        await_inside(&b, 1);
+        msleep(5);
+        CHECK(!atomic_load(&c.done));
+        uint64_t t0 = now_ns();
+        CHECK(tok_ok(abar_arrive(&b)));
+        CHECK_EQ(caller_join(&c), 0);
+        CHECK(c.returned_ns - t0 < 1000000000u); /* released, not timed out (30 s) */
+        CHECK_EQ(abar_destroy(&b), 0);
+    }
+}
+
+/* ---- signals ------------------------------------------------------------------ */
+
+static _Atomic long sig_count;
+static void sig_handler(int sig)
+{
+    (void)sig;
+    atomic_fetch_add(&sig_count, 1);
+}
+
+TEST(signals_no_eintr)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = sig_handler;
+    sa.sa_flags = 0; /* no SA_RESTART: a raw futex wait would see EINTR */
+    sigemptyset(&sa.sa_mask);
+    CHECK_EQ(sigaction(SIGUSR1, &sa, NULL), 0);
+    for (int pi = 0; pi < 3; pi++) {
+        for (int k = 0; k < C_NKINDS; k++) {
+            abar_t b;
+            abar_attr_t at = { NULL, NULL, POLICIES[pi] };
+            CHECK_EQ(abar_init(&b, 2, &at), 0);
+            abar_token_t t = {0, 0};
+            if (k != C_ARRIVE_AND_WAIT) t = abar_arrive(&b);
+            struct caller c;
+            caller_start(&c, &b, k, t);
+            await_inside(&b, 1);
+            long before = atomic_load(&sig_count);
+            for (int i = 0; i < 300; i++) {
+                pthread_kill(c.th, SIGUSR1);
+                if (i % 10 == 0) msleep(1);
+                if (atomic_load(&c.done)) {
+                    fprintf(stderr, "policy %s, %s returned %d after %d signals, phase incomplete\n",
+                            policy_name(POLICIES[pi]), kind_name(k), c.ret, i + 1);
+                    _exit(1);
+                }
+            }
+            msleep(5);
+            CHECK(!atomic_load(&c.done));
+            CHECK(atomic_load(&sig_count) > before); /* the signals did arrive */
+            if (k == C_CURRENT_WAIT) CHECK(tok_ok(abar_arrive(&b)));
+            CHECK(tok_ok(abar_arrive(&b)));
+            CHECK_EQ(caller_join(&c), 0);
+            CHECK_EQ(abar_destroy(&b), 0);
+        }
+    }
+    /* a timed wait with signals still waits its full time, then ETIMEDOUT */
+    for (int pi = 0; pi < 3; pi++) {
+        abar_t b;
+        abar_attr_t at = { NULL, NULL, POLICIES[pi] };
+        CHECK_EQ(abar_init(&b, 2, &at), 0);
+        struct caller c;
+        memset(&c, 0, sizeof c);
+        c.b = &b;
+        c.kind = C_WAIT_UNTIL;
+        c.t = abar_arrive(&b);
+        c.abstime = ts_in(150000000);
+        uint64_t dl = (uint64_t)c.abstime.tv_sec * 1000000000u + (uint64_t)c.abstime.tv_nsec;
+        CHECK_EQ(pthread_create(&c.th, NULL, caller_main, &c), 0);
+        while (!atomic_load(&c.done)) {
+            pthread_kill(c.th, SIGUSR1);
+            msleep(1);
+        }
+        pthread_join(c.th, NULL);
+        CHECK_EQ(c.ret, ETIMEDOUT);
+        CHECK(c.returned_ns >= dl);
+        CHECK_EQ(abar_destroy(&b), 0);
+    }
+}
+
+/* Waits are not thread-cancellation points: a deferred pthread_cancel sent to
+ * a blocked waiter takes effect only at a later cancellation point, after the
+ * wait returned 0. */
+static abar_t cp_bar;
+static _Atomic int cp_returned;
+static void *cp_thread(void *arg)
+{
+    (void)arg;
+    abar_token_t t = abar_current(&cp_bar);
+    int r = abar_wait(&cp_bar, t);
+    atomic_store(&cp_returned, r + 1);
+    for (;;) {
+        pthread_testcancel();
+        msleep(1);
+    }
+    return NULL;
+}
+
+TEST(waits_are_not_cancellation_points)
+{
+    for (int pi = 0; pi < 3; pi++) {
+        abar_attr_t at = { NULL, NULL, POLICIES[pi] };
+        CHECK_EQ(abar_init(&cp_bar, 1, &at), 0);
+        atomic_store(&cp_returned, 0);
+        pthread_t th;
+        pthread_create(&th, NULL, cp_thread, NULL);
+        await_inside(&cp_bar, 1);
+        msleep(5);
+        CHECK_EQ(pthread_cancel(th), 0);
+        msleep(20);
+        CHECK_EQ(atomic_load(&cp_returned), 0);
+        CHECK_EQ(inside_of(&cp_bar), 1);
+        CHECK(tok_ok(abar_arrive(&cp_bar)));
+        void *res;
+        pthread_join(th, &res);
+        CHECK(res == PTHREAD_CANCELED);
+        CHECK_EQ(atomic_load(&cp_returned), 1); /* abar_wait returned 0 first */
+        CHECK_EQ(abar_destroy(&cp_bar), 0);
+    }
+}
+
+/* The default policy spins only briefly: a thread blocked for 200 ms uses
+ * well under 20 ms of CPU (its own thread CPU clock), for wait and for
+ * arrive_and_wait; so does PARK. */
+static abar_t cpu_bar;
+static _Atomic int cpu_in;
+static void *cpu_waiter(void *arg)
+{
+    int kind = (int)(intptr_t)arg;
+    struct timespec a, z;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    atomic_store(&cpu_in, 1);
+    int r = kind ? abar_arrive_and_wait(&cpu_bar) : abar_wait(&cpu_bar, abar_current(&cpu_bar));
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &z);
+    CHECK_EQ(r, 0);
+    int64_t ns = (int64_t)(z.tv_sec - a.tv_sec) * 1000000000 + (z.tv_nsec - a.tv_nsec);
+    return (void *)(intptr_t)ns;
+}
+
+TEST(blocked_wait_burns_little_cpu)
+{
+    const unsigned pol[2] = {0, ABAR_WAIT_PARK};
+    for (int pi = 0; pi < 2; pi++) {
+        for (int kind = 0; kind < 2; kind++) {
+            abar_attr_t at = { NULL, NULL, pol[pi] };
+            CHECK_EQ(abar_init(&cpu_bar, 2, &at), 0);
+            if (kind == 0) CHECK(tok_ok(abar_arrive(&cpu_bar)));
+            atomic_store(&cpu_in, 0);
+            pthread_t th;
+            pthread_create(&th, NULL, cpu_waiter, (void *)(intptr_t)kind);
+            await_inside(&cpu_bar, 1);
+            msleep(200);
+            CHECK(tok_ok(abar_arrive(&cpu_bar)));
+            void *res;
+            pthread_join(th, &res);
+            long ns = (long)(intptr_t)res;
+            if (ns > 20000000) {
+                fprintf(stderr, "policy %s, %s: %ld us of CPU for a 200 ms wait\n",
+                        policy_name(pol[pi]), kind ? "arrive_and_wait" : "wait", ns / 1000);
+                _exit(1);
+            }
+            CHECK_EQ(abar_destroy(&cpu_bar), 0);
+        }
+    }
+}
+
+/* ABAR_SPIN_NS overrides the spin budget: with 5 s, a default-policy waiter
+ * is still spinning (not parked) 200 ms later; released normally. */
+TEST(spin_budget_env_override)
+{
+    CHECK_EQ(setenv("ABAR_SPIN_NS", "5000000000", 1), 0); /* read once, in this forked case */
+    abar_t b;
+    CHECK_EQ(abar_init(&b, 2, NULL), 0);
+    struct caller c;
+    caller_start(&c, &b, C_ARRIVE_AND_WAIT, (abar_token_t){0, 0});
+    await_inside(&b, 1);
+    msleep(200);
+    CHECK(!(atomic_load(&I(&b)->state) & ST_PARKED));
+    CHECK(!atomic_load(&c.done));
+    CHECK(tok_ok(abar_arrive(&b)));
+    CHECK_EQ(caller_join(&c), 0);
+    CHECK_EQ(abar_destroy(&b), 0);
+}
+
+int main(int argc, char **argv) { return harness_main(argc, argv); }
