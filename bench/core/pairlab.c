@@ -4,6 +4,10 @@
  *
  *   pairlab [CPU_A CPU_B] [ROUNDS]
  *
+ * Built by hand (it links the core's sources, to reach its internals):
+ *   gcc -O2 -Iinclude -Isrc/core bench/core/pairlab.c \
+ *       src/core/{arrive,wait,lifecycle,hazard,futex}.c -static -pthread -o pairlab
+ *
  * Variants (each a barrier of two, arrive-and-wait in a loop):
  *   central     c11-central: fetch_sub; the last stores count and gen; the
  *               other polls gen (pause)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """headline.py - the README's headline figures from several runs of abar-bench-all.
 
-    bench/headline.py RUN1/bench.csv RUN2/bench.csv RUN3/bench.csv ...
+    bench/core/headline.py RUN1/bench.csv RUN2/bench.csv RUN3/bench.csv ...
 
 For every thread count of the `lat` scenario: abar-default's ns per phase,
 the fastest rival's (pthread, std::barrier, both OpenMPs, the ck barriers:
