@@ -1,7 +1,7 @@
 /*
- * abar.pml - a Promela model of the abar host protocol (src/arrive.c,
- * src/wait.c, src/lifecycle.c, src/hazard.c, src/futex.c,
- * src/abar_internal.h), checked exhaustively with Spin.  Every step below
+ * abar.pml - a Promela model of the abar host protocol (src/core/: arrive.c,
+ *  wait.c, lifecycle.c, hazard.c, futex.c,
+ * abar_internal.h), checked exhaustively with Spin.  Every step below
  * names the C line it mirrors (the sources as of commit 3add362); when the
  * C changes, change the step beside its annotation.
  *
