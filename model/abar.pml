@@ -2,7 +2,7 @@
  * abar.pml - a Promela model of the abar host protocol (src/core/: arrive.c,
  *  wait.c, lifecycle.c, hazard.c, futex.c,
  * abar_internal.h), checked exhaustively with Spin.  Every step below
- * names the C line it mirrors (the sources as of commit 3add362); when the
+ * names the C line it mirrors (model/show_refs.py prints each beside its line); when the
  * C changes, change the step beside its annotation.
  *
  * What is modelled.  Each C atomic operation on the barrier (a load, a store,
