@@ -27,13 +27,22 @@ prepare)
   git -C "$root" archive HEAD | tar -x -C "$build/tree"
   cmake -S "$build/tree" -B "$build/b" -DCMAKE_BUILD_TYPE=Release -DABAR_BUILD_BENCH=ON -DABAR_BENCH_STATIC=ON \
     -DBUILD_TESTING=OFF "$@" >/dev/null
-  cmake --build "$build/b" -j2 --target abar-bench abar-bench-omp-gomp-bin abar-bench-omp-llvm-bin >/dev/null
+  cmake --build "$build/b" -j2 --target abar-bench abar-bench-omp-gomp-bin abar-bench-omp-llvm-bin \
+    abar-bench-pthread abar_pthread >/dev/null
   rm -rf "$root/.carry/bin" "$root/.carry/lib"
   mkdir -p "$root/.carry/bin" "$root/.carry/lib"
   git -C "$root" rev-parse HEAD >"$root/.carry/COMMIT"
-  for b in abar-bench abar-bench-omp-gomp abar-bench-omp-llvm; do
+  for b in abar-bench abar-bench-omp-gomp abar-bench-omp-llvm abar-bench-pthread; do
     if [ -x "$build/b/bench/core/$b" ]; then cp "$build/b/bench/core/$b" "$root/.carry/bin/"; fi
   done
+  # the interposer for the drop-in rows (run_all.sh finds it in ../lib)
+  if [ -e "$build/b/src/pthread/libabar-pthread.so" ]; then
+    cp -L "$build/b/src/pthread/libabar-pthread.so" "$root/.carry/lib/libabar-pthread.so"
+  fi
+  # pairlab (bench/core/pairlab.c): where the time goes at T = 2
+  gcc -O2 -std=gnu11 -I"$build/tree/include" -I"$build/tree/src/core" "$build/tree/bench/core/pairlab.c" \
+    "$build/tree"/src/core/{arrive,wait,lifecycle,hazard,futex}.c -static -pthread -o "$root/.carry/bin/pairlab" ||
+    echo "pairlab not built" >&2
   # Variants of the core to measure (ABAR_BENCH_VARIANTS="name:patch.py ..."):
   # each patch script edits a copy of src/core; its abar rows are renamed.
   for v in ${ABAR_BENCH_VARIANTS:-}; do
@@ -67,6 +76,9 @@ run)
     (command -v lscpu >/dev/null && lscpu | grep -E '^(CPU\(s\)|Thread|Core|Socket|NUMA node\(s\)|Model name|L[123])') || true
     for b in "$root"/.carry/bin/*; do echo "# $(basename "$b"): $(ldd "$b" 2>&1 | tr '\n' ' ' | cut -c1-200)"; done
     bash "$root/bench/core/run_all.sh" --bin "$root/.carry/bin" --out "$out" "$@"
+    if [ -x "$root/.carry/bin/pairlab" ]; then
+      for pair in "0 1" "3 12"; do "$root/.carry/bin/pairlab" $pair 7; done | tee "$out/pairlab.txt"
+    fi
   } 2>&1 | tee "$out/log.txt"
   ;;
 *)

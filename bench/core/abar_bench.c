@@ -163,7 +163,7 @@ static const bimpl_t base_impls[] = {
 static const bimpl_t *impls[32];
 static unsigned nimpls;
 static bimpl_t tagged[3];
-static char tagged_name[3][64];
+static __attribute__((unused)) char tagged_name[3][64];
 
 /* ---- the team: T threads running one scenario on one barrier ----------------- */
 enum mode { M_LAT, M_JOINED, M_SPLIT, M_WORK, M_COMPL, M_BURN, M_PINGPONG, M_PINGPONG_PAUSE };
@@ -517,6 +517,16 @@ int main(int argc, char **argv)
 #ifdef ABAR_BENCH_HAVE_CK
     for (unsigned i = 0; i < ck_nimpls; i++) impls[nimpls++] = &ck_impls[i];
 #endif
+#ifdef ABAR_BENCH_PTHREAD_ONLY
+    /* abar-bench-pthread (dynamically linked): pthread_barrier_wait alone,
+     * its row named by --tag; run_all.sh runs it as it is and under
+     * LD_PRELOAD=libabar-pthread.so (the drop-in rows) */
+    for (unsigned i = 0; i < nimpls; i++)
+        if (strcmp(impls[i]->name, "pthread") == 0) tagged[0] = *impls[i];
+    tagged[0].name = o.tag ? o.tag : "pthread";
+    impls[0] = &tagged[0];
+    nimpls = 1;
+#else
 #ifdef ABAR_BENCH_ABAR_ONLY
     o.abar_only = 1; /* a variant build: its abar rows only */
 #endif
@@ -528,6 +538,7 @@ int main(int argc, char **argv)
             tagged[i].name = tagged_name[i];
             impls[i] = &tagged[i];
         }
+#endif
     if (scen_on(&o, "floor")) scen_floor(&o);
     if (scen_on(&o, "lat")) scen_lat(&o);
     if (scen_on(&o, "split")) scen_split(&o);

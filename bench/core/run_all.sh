@@ -40,6 +40,19 @@ for b in abar-bench abar-bench-omp-gomp abar-bench-omp-llvm; do
     echo "== $b: not built, skipped" >&2
   fi
 done
+# the drop-in rows: pthread_barrier_wait in a dynamically linked binary, as it
+# is (pthread-dyn) and under LD_PRELOAD=libabar-pthread.so (pthread-abar)
+plib=${ABAR_PTHREAD_LIB:-}
+for c in "$bin/libabar-pthread.so" "$bin/../lib/libabar-pthread.so" "$bin/../../src/pthread/libabar-pthread.so"; do
+  [ -n "$plib" ] || { [ -e "$c" ] && plib=$c; }
+done
+if [ -x "$bin/abar-bench-pthread" ] && [ -n "$plib" ]; then
+  echo "== abar-bench-pthread, as it is and under LD_PRELOAD=$plib" >&2
+  "$bin/abar-bench-pthread" "${args[@]}" --tag pthread-dyn --csv "$tmp/pt-dyn.csv" >&2
+  LD_PRELOAD=$plib "$bin/abar-bench-pthread" "${args[@]}" --tag pthread-abar --csv "$tmp/pt-abar.csv" >&2
+else
+  echo "== abar-bench-pthread or libabar-pthread.so not found: no drop-in (LD_PRELOAD) rows" >&2
+fi
 # experimental builds against variants of src/ (scripts/bench_device.sh): abar rows only
 for v in "$bin"/abar-bench-var-*; do
   [ -x "$v" ] || continue
@@ -64,6 +77,9 @@ for b in abar-bench abar-bench-omp-gomp abar-bench-omp-llvm; do
 done >>"$csv"
 for f in "$tmp"/abar-bench-var-*.csv; do
   if [ -e "$f" ]; then tail -n +2 "$f"; fi
+done >>"$csv"
+for f in "$tmp"/pt-dyn.csv "$tmp"/pt-abar.csv; do
+  if [ -e "$f" ]; then awk -F, 'NR > 1 && $2 ~ /^pthread-/' "$f"; fi
 done >>"$csv"
 fi
 
@@ -104,7 +120,7 @@ tables() {
     for (j = 1; j <= nt; j++) {
       b = -1; bn = "-"
       for (i = 1; i <= ni; i++) {
-        if (im[i] ~ /^(abar|pingpong|c11|x-)/) continue
+        if (im[i] ~ /^(abar|pingpong|c11|x-|pthread-)/) continue
         k = s SUBSEP im[i] SUBSEP tt[j] SUBSEP "-"
         if ((k in med) && (b < 0 || med[k] < b)) { b = med[k]; bn = im[i] }
       }
@@ -113,6 +129,27 @@ tables() {
       kc = s SUBSEP "c11-central" SUBSEP tt[j] SUBSEP "-"
       if (kc in med) printf "%4s %12.0f %-18s %10.0f %7.2f %12.0f %9.2f\n", tt[j], med[k], bn, b, med[k] / b, med[kc], med[k] / med[kc]
       else printf "%4s %12.0f %-18s %10.0f %7.2f %12s %9s\n", tt[j], med[k], bn, b, med[k] / b, "-", "-"
+    }
+  }
+  # abar under code not written for it, against abar_arrive_and_wait itself
+  function dropin(s,   nt, tt, j, ka, kp, kd, kc, ks, line) {
+    if (!(s in impls)) return
+    if (!((s SUBSEP "pthread-abar" SUBSEP 2 SUBSEP "-") in med) && !((s SUBSEP "abar-cpp" SUBSEP 2 SUBSEP "-") in med)) {
+      print "\n## " s ": drop-in rows missing (abar-bench-pthread + libabar-pthread.so, abar-cpp)"; return }
+    nt = split(substr(ts[s], 2), tt, " ")
+    print "\n## " s ": drop-in, against abar_arrive_and_wait (abar-default); ratio < 1: faster"
+    printf "%4s %12s %13s %8s %12s %8s %10s %8s %12s %8s\n", "T", "abar-default", "pthread-abar", "ratio",
+      "pthread-dyn", "gain", "abar-cpp", "ratio", "std-barrier", "gain"
+    for (j = 1; j <= nt; j++) {
+      ka = s SUBSEP "abar-default" SUBSEP tt[j] SUBSEP "-"; kp = s SUBSEP "pthread-abar" SUBSEP tt[j] SUBSEP "-"
+      kd = s SUBSEP "pthread-dyn" SUBSEP tt[j] SUBSEP "-"; kc = s SUBSEP "abar-cpp" SUBSEP tt[j] SUBSEP "-"
+      ks = s SUBSEP "std-barrier" SUBSEP tt[j] SUBSEP "-"
+      if (!(ka in med)) continue
+      printf "%4s %12.0f %13s %8s %12s %8s %10s %8s %12s %8s\n", tt[j], med[ka],
+        (kp in med) ? sprintf("%.0f", med[kp]) : "-", (kp in med) ? sprintf("%.2f", med[kp] / med[ka]) : "-",
+        (kd in med) ? sprintf("%.0f", med[kd]) : "-", (kd in med && kp in med) ? sprintf("%.1fx", med[kd] / med[kp]) : "-",
+        (kc in med) ? sprintf("%.0f", med[kc]) : "-", (kc in med) ? sprintf("%.2f", med[kc] / med[ka]) : "-",
+        (ks in med) ? sprintf("%.0f", med[ks]) : "-", (ks in med && kc in med) ? sprintf("%.1fx", med[ks] / med[kc]) : "-"
     }
   }
   function long(s, title,   i, f) {
@@ -177,6 +214,7 @@ tables() {
     long("floor", "floor: cache-line ping-pong between two pinned threads (ns)")
     pivot("lat", "lat: arrive_and_wait, ns per phase (median over rounds), T threads pinned")
     best("lat")
+    dropin("lat")
     pivot("oversub", "oversub: ns per phase, T = 2x and 4x the CPUs, unpinned (+: hit the wall-time limit, a lower bound)")
     best("oversub")
     long("split", "split: ns per phase with W ns of work, joined (arrive_and_wait; work) vs split (arrive; work; wait); work: the work alone")
