@@ -110,7 +110,8 @@ struct abar_impl {
     abar_completion_fn *completion;
     void *arg;
     _Atomic uint32_t expected;/* this phase's expected count; only completers write it */
-    char pad1[12];
+    _Atomic uint32_t slept;   /* the last release woke sleepers (a hint: block()) */
+    char pad1[8];
     /* line 2: waiters of a process-shared barrier register here, away from
      * the arrivals (those of a private one use hazard slots, hazard.c) */
     _Atomic uint32_t inside;  /* threads blocked in a wait: destroy is EBUSY while > 0 */

@@ -170,6 +170,10 @@ static void publish(struct abar_impl *b, uint64_t p, bool parked)
 {
     const bool pshared = b->flags & ABAR_PSHARED;
     struct abar__release *r = rel(b);
+    /* The hint block() reads: written only when it changes (it shares the
+     * line every call reads).  relaxed: a hint, ordered with nothing. */
+    if (atomic_load_explicit(&b->slept, memory_order_relaxed) != parked)
+        atomic_store_explicit(&b->slept, parked, memory_order_relaxed);
     if (parked) {
         uint32_t f = atomic_load_explicit(&r->futex, memory_order_relaxed);
         while (!atomic_compare_exchange_weak_explicit(

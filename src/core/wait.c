@@ -33,6 +33,11 @@ static inline int look(struct abar_impl *b, abar_token_t t, uint64_t *sp)
 
 static inline bool pending_result(int r) { return r == EBUSY || r == OPEN; }
 
+/* How many times the usual spin budget a waiter spins after a release
+ * that woke sleepers (block()): 250 µs by default, so a thread that waits
+ * 10 ms for a late arrival still burns well under 1 ms. */
+#define ABAR__SLEPT_SPIN_FACTOR 5u
+
 /* Rounds of the first, lean spin (block()). */
 #define ABAR__FIRST_POLLS 128u
 
@@ -65,7 +70,14 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
             if (released(rw, t)) return 0;
             abar__pause();
         }
-    uint64_t budget = b->flags & ABAR_WAIT_PARK ? 0 : abar__spin_ns();
+    /* After a release that woke sleepers, spin longer: the woken threads
+     * come back one by one (a sleeping vCPU can take tens of µs to run
+     * again), and waiters that park before the last of them arrives must
+     * be woken in turn, so that once parked a barrier stays parked, every
+     * phase as slow as a wake-up (measured: docs/bench.md).  relaxed: a hint. */
+    uint64_t budget = b->flags & ABAR_WAIT_PARK ? 0
+                    : abar__spin_ns() * (atomic_load_explicit(&b->slept, memory_order_relaxed)
+                                             ? ABAR__SLEPT_SPIN_FACTOR : 1);
     const uint64_t deadline =
         abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec : UINT64_MAX;
     uint64_t t0 = 0; /* read lazily: most waits end before the first clock read */
