@@ -70,6 +70,26 @@ abar_token_t abar_mpi_arrive(abar_mpi_t *b)
     return t;
 }
 
+/* Blocks on the release barrier until t's phase is released there, or until
+ * `until` (ns, CLOCK_MONOTONIC; ETIMEDOUT).  The core sees a barrier of one
+ * participant and would spin before it parks; when this node runs more
+ * threads than CPUs, that spin holds a CPU that a rank's driver needs, so
+ * here the waiter yields between looks for a while, then parks. */
+static int wait_release(struct mpi_impl *m, abar_token_t t, uint64_t until)
+{
+    if (m->oversub) {
+        for (unsigned i = 0; i < 64; i++) {
+            int r = abar_test(&m->release, t);
+            if (r != EBUSY) return r;
+            if (i % 16 == 15 && now_ns() >= until) return ETIMEDOUT;
+            sched_yield();
+        }
+    }
+    if (until == UINT64_MAX) return abar_wait(&m->release, t);
+    struct timespec ts = { .tv_sec = (time_t)(until / 1000000000u), .tv_nsec = (long)(until % 1000000000u) };
+    return abar_wait_until(&m->release, t, &ts);
+}
+
 /* Waits for t, polling MPI while this thread holds the driver role, else
  * blocking on the release barrier and retrying the role every POLL_NS. */
 static int drive(struct mpi_impl *m, abar_token_t t, const struct timespec *abstime)
@@ -119,10 +139,7 @@ static int drive(struct mpi_impl *m, abar_token_t t, const struct timespec *abst
         }
         uint64_t now = now_ns();
         if (now >= deadline) return ETIMEDOUT;
-        uint64_t until = deadline - now < POLL_NS ? deadline : now + POLL_NS;
-        struct timespec ts = { .tv_sec = (time_t)(until / 1000000000u),
-                               .tv_nsec = (long)(until % 1000000000u) };
-        r = abar_wait_until(&m->release, t, &ts);
+        r = wait_release(m, t, deadline - now < POLL_NS ? deadline : now + POLL_NS);
         if (r != ETIMEDOUT) return r;
     }
 }
@@ -141,6 +158,11 @@ static int wait_impl(struct mpi_impl *m, abar_token_t t, const struct timespec *
              * loop would hold the CPU a late rank needs (MPI's own polls
              * yield there too). */
             if (r == EBUSY && m->oversub) sched_yield();
+        } else if (m->has_thread && !m->oversub) {
+            /* the progress thread drives: a second poller would only contend
+             * with it for the lock (oversubscribed, it sleeps: see progress.c) */
+            r = wait_release(m, t, abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec
+                                           : UINT64_MAX);
         } else {
             r = drive(m, t, abstime);
         }

@@ -218,7 +218,12 @@ int abar_mpi_init(abar_mpi_t *b, MPI_Comm comm, const abar_mpi_attr_t *attr)
         if (agreed[i] != -agreed[i + 1]) r = EINVAL;
     if (!r) {
         m->nonce = (uint64_t)agreed[9];
-        m->oversub = oversubscribed(dup, threads);
+        /* the progress thread, if any, is one more runnable thread per rank */
+        bool over = oversubscribed(dup, threads + (m->has_thread ? 1 : 0));
+        pthread_mutex_lock(&m->lock);
+        m->oversub = over;
+        pthread_cond_signal(&m->kick); /* a parked progress thread rereads it */
+        pthread_mutex_unlock(&m->lock);
         if (!(a.flags & (ABAR_MPI_P2P | ABAR_MPI_IBARRIER))) abar_mpi__shm_try(m);
     }
     if (r) {

@@ -56,6 +56,10 @@
 #define TAG_DOWN 101               /* tree: [phase | result], parent -> child */
 #define POLL_NS  100000u           /* a blocked waiter retries the driver role this often */
 #define SHM_POLL_NS 1000000u       /* a driver asleep in the shared wait looks for a cancel */
+#define PROGRESS_SPIN_NS 50000u  /* the progress thread waits this long for the next phase
+                                    before it parks (not when oversubscribed) */
+#define OVERSUB_POLL_US 50u      /* oversubscribed progress thread: poll period in a phase */
+#define OVERSUB_IDLE_US 1000u    /* ... and its longest sleep between phases */
 #define WORD_CANCELLED (UINT64_C(1) << 62) /* tree: the root cancelled this phase */
 
 enum engine { ENG_DISSEM, ENG_IBARRIER, ENG_TREE, ENG_SHM };
@@ -117,6 +121,8 @@ struct mpi_impl {
     abar_token_t gtok, rtok;   /* this rank's tokens of the phase in flight */
     /* progress thread */
     bool has_thread, stop;
+    bool parked;               /* the progress thread sleeps on kick */
+    _Atomic uint64_t posts;    /* phases posted: the progress thread spins on it */
     unsigned progress_us;
     pthread_t thread;
 };
@@ -169,6 +175,15 @@ static inline int check_word(const struct mpi_impl *m, uint64_t w)
     return ph <= m->phase + 1 ? -1 : 0;
 }
 
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
 
 /* progress.c */
 void abar_mpi__fail(struct mpi_impl *m);

@@ -74,7 +74,9 @@ void abar_mpi__post_locked(struct mpi_impl *m)
         /* the round-0 message may be here already (shared memory needs no
          * push: its poll is left to the wait, off the arrive's path) */
         else if (m->engine != ENG_SHM) abar_mpi__progress_locked(m);
-        if (m->has_thread) pthread_cond_signal(&m->kick);
+        /* the progress thread spins on posts between phases, or parks */
+        atomic_fetch_add_explicit(&m->posts, 1, memory_order_relaxed);
+        if (m->parked) pthread_cond_signal(&m->kick);
     }
 }
 
@@ -86,14 +88,65 @@ void abar_mpi__post(void *arg)
     pthread_mutex_unlock(&m->lock);
 }
 
+/* Takes m->lock without sleeping in the kernel: the holder is a few MPI
+ * calls from done, and a thread woken from the mutex's futex would come
+ * microseconds late. */
+static void lock_polling(struct mpi_impl *m, bool oversub)
+{
+    while (pthread_mutex_trylock(&m->lock) != 0) {
+        if (oversub) sched_yield();
+        else cpu_relax();
+    }
+}
+
+/* The progress thread.  While a phase is in flight here it polls it (the
+ * rank's threads compute meanwhile, and their waits only block on release:
+ * see arrive_wait.c), pausing between polls: progress_us if set, else a few
+ * pause instructions, or a yield when the node is oversubscribed.  Between
+ * phases it spins on the post counter for PROGRESS_SPIN_NS, so that
+ * back-to-back phases need no wake-up, then parks on m->kick.  When the node
+ * runs more threads than CPUs it never spins: it polls every OVERSUB_POLL_US
+ * (progress_us if set) while a phase is in flight, and backs off to
+ * OVERSUB_IDLE_US between phases, so phases still finish while the ranks
+ * compute; the rank's waits drive progress themselves. */
 void *abar_mpi__progress_main(void *arg)
 {
     struct mpi_impl *m = arg;
+    unsigned idle_us = OVERSUB_POLL_US;
     pthread_mutex_lock(&m->lock);
     for (;;) {
-        while (!m->stop && (m->stage == ST_IDLE || atomic_load(&m->err)))
-            pthread_cond_wait(&m->kick, &m->lock);
+        bool oversub = m->oversub;
         if (m->stop) break;
+        if (oversub) {
+            /* no spare CPU to drive progress on: poll now and then (the
+             * rank's waits drive it themselves), sleeping in between */
+            bool busy = m->stage != ST_IDLE && !atomic_load(&m->err);
+            if (busy) abar_mpi__progress_locked(m);
+            busy = m->stage != ST_IDLE;
+            idle_us = busy ? OVERSUB_POLL_US : idle_us < OVERSUB_IDLE_US ? idle_us * 2 : OVERSUB_IDLE_US;
+            unsigned us = busy && m->progress_us ? m->progress_us : idle_us;
+            pthread_mutex_unlock(&m->lock);
+            struct timespec d = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
+            nanosleep(&d, NULL);
+            lock_polling(m, oversub);
+            continue;
+        }
+        if (m->stage == ST_IDLE || atomic_load(&m->err)) {
+            uint64_t seen = atomic_load_explicit(&m->posts, memory_order_relaxed);
+            pthread_mutex_unlock(&m->lock);
+            uint64_t t0 = now_ns();
+            for (unsigned i = 1; atomic_load_explicit(&m->posts, memory_order_relaxed) == seen; i++) {
+                cpu_relax();
+                if (i % 64 == 0 && now_ns() - t0 >= PROGRESS_SPIN_NS) break;
+            }
+            lock_polling(m, oversub);
+            if (!m->stop && !m->oversub && atomic_load_explicit(&m->posts, memory_order_relaxed) == seen) {
+                m->parked = true;
+                pthread_cond_wait(&m->kick, &m->lock);
+                m->parked = false;
+            }
+            continue;
+        }
         abar_mpi__progress_locked(m);
         if (m->stage == ST_IDLE) continue;
         pthread_mutex_unlock(&m->lock);
@@ -102,12 +155,13 @@ void *abar_mpi__progress_main(void *arg)
         if (us) {
             struct timespec d = { .tv_sec = us / 1000000, .tv_nsec = (long)(us % 1000000) * 1000 };
             nanosleep(&d, NULL);
-        } else {
+        } else if (oversub) {
             sched_yield();
+        } else {
+            for (int i = 0; i < 8; i++) cpu_relax();
         }
-        pthread_mutex_lock(&m->lock);
+        lock_polling(m, oversub);
     }
     pthread_mutex_unlock(&m->lock);
     return NULL;
 }
-
