@@ -122,6 +122,7 @@ struct mpi_impl {
     /* progress thread */
     bool has_thread, stop;
     bool parked;               /* the progress thread sleeps on kick */
+    bool unstarted;            /* the phase in flight is posted, its MPI calls not yet made */
     _Atomic uint64_t posts;    /* phases posted: the progress thread spins on it */
     unsigned progress_us;
     pthread_t thread;

@@ -33,6 +33,14 @@ int abar_mpi__start_phase(struct mpi_impl *m)
 void abar_mpi__progress_locked(struct mpi_impl *m)
 {
     if (m->stage == ST_IDLE || atomic_load_explicit(&m->err, memory_order_relaxed)) return;
+    if (m->unstarted) {
+        /* posted by an arrival that left the MPI calls to the progress thread */
+        m->unstarted = false;
+        if (abar_mpi__start_phase(m) != 0) {
+            abar_mpi__fail(m);
+            return;
+        }
+    }
     int r;
     switch (m->engine) {
     case ENG_IBARRIER:
@@ -70,10 +78,16 @@ void abar_mpi__post_locked(struct mpi_impl *m)
     } else {
         m->phase = m->done; /* = abar_phase(release) while not cancelled */
         m->stage = ST_ARRIVING;
-        if (abar_mpi__start_phase(m) != 0) abar_mpi__fail(m);
+        /* With a progress thread that has a CPU of its own, the arrival
+         * makes no MPI call at all: the thread sends (over TCP a send is a
+         * system call of several microseconds, which the caller would
+         * otherwise pay before it can compute).  Not for shared memory,
+         * whose start is one atomic arrival. */
+        if (m->has_thread && !m->oversub && m->engine != ENG_SHM) m->unstarted = true;
+        else if (abar_mpi__start_phase(m) != 0) abar_mpi__fail(m);
         /* the round-0 message may be here already (shared memory needs no
          * push: its poll is left to the wait, off the arrive's path) */
-        else if (m->engine != ENG_SHM) abar_mpi__progress_locked(m);
+        else if (m->engine != ENG_SHM && !m->unstarted) abar_mpi__progress_locked(m);
         /* the progress thread spins on posts between phases, or parks */
         atomic_fetch_add_explicit(&m->posts, 1, memory_order_relaxed);
         if (m->parked) pthread_cond_signal(&m->kick);
