@@ -56,7 +56,7 @@
 #define TAG_DOWN 101               /* tree: [phase | result], parent -> child */
 #define POLL_NS  100000u           /* a blocked waiter retries the driver role this often */
 #define SHM_POLL_NS 1000000u       /* a driver asleep in the shared wait looks for a cancel */
-#define PROGRESS_SPIN_NS 50000u  /* the progress thread waits this long for the next phase
+#define PROGRESS_SPIN_NS 1000000u /* the progress thread waits this long for the next phase
                                     before it parks (not when oversubscribed) */
 #define OVERSUB_POLL_US 50u      /* oversubscribed progress thread: poll period in a phase */
 #define OVERSUB_IDLE_US 1000u    /* ... and its longest sleep between phases */
