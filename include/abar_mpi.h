@@ -8,7 +8,8 @@
  *   abar_mpi_wait(&bar, t);                   // every rank has arrived
  *
  * Arrive never blocks.  Test and wait drive MPI progress themselves; an
- * optional progress thread drives it while the caller computes.  With a
+ * optional progress thread makes the barrier's MPI calls while the caller
+ * computes (then wait only blocks).  With a
  * completion function, it runs once per phase on the root rank after every
  * rank (every thread) has arrived and before any is released, and the root's
  * result buffer is delivered to every rank's result buffer before its release.
@@ -52,7 +53,7 @@ typedef struct abar_mpi_attr {
     unsigned threads;               /* participants in this rank: 0 or 1 flat,
                                        >1 hierarchical (may differ between ranks)   */
     unsigned flags;                 /* ABAR_MPI_*, ABAR_WAIT_SPIN or ABAR_WAIT_PARK  */
-    unsigned progress_us;           /* progress thread: pause between polls (0: yield) */
+    unsigned progress_us;           /* progress thread: pause between polls (0: spin) */
 } abar_mpi_attr_t;
 
 /* Life cycle (collective over comm). */

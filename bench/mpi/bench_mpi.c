@@ -3,7 +3,7 @@
  * MPI_Ibarrier + MPI_Wait, hierarchical mode, and the overlap of a phase with
  * W microseconds of computation between arrive and wait.
  *
- *   mpiexec -n 2 ./abar_mpi_bench [--quick] [--iters N] [--reps R]
+ *   mpiexec -n 2 ./abar_mpi_bench [--quick] [--iters N] [--reps R] [--threads T]
  *
  * Every measurement is repeated R times, interleaved with the others so a
  * noisy moment hits them all; the median of the R runs is reported (the slowest
@@ -11,7 +11,10 @@
  *   lat  <name> <ranks> <threads/rank> <us per phase> <ratio to MPI_Barrier>
  *   ovl  <name> <ranks> <W us> <us per iteration> <exposed us> <hidden %>
  * hidden % = 100 * (1 - exposed / L), exposed = iteration - W, L = the
- * method's own latency per phase with no work.
+ * method's own latency per phase with no work; hidden_vs_barrier uses
+ * MPI_Barrier's latency for L.  --threads T: threads per rank of the
+ * hierarchical rows (default 2).  The p2p,test row does its W in 1 us slices
+ * with an abar_mpi_test between them (progress driven by the caller).
  */
 #include <abar_mpi.h>
 #include <pthread.h>
@@ -52,12 +55,12 @@ static double median(double *v, int n)
 /* ---- the methods: each runs `n` phases with `w` us of work between arrive and wait */
 
 enum { M_BARRIER, M_IBARRIER, M_ABAR, M_ABAR_P2P, M_ABAR_IBAR, M_ABAR_COMPL, M_ABAR_COMPL_P2P,
-       M_ABAR_PROG, M_HIER, M_HIER_P2P, M_COUNT };
+       M_ABAR_PROG, M_HIER, M_HIER_P2P, M_ABAR_TEST, M_COUNT };
 static const char *mname[M_COUNT] = { "MPI_Barrier", "MPI_Ibarrier+MPI_Wait", "abar_mpi(shm)",
                                       "abar_mpi(p2p)", "abar_mpi(IBARRIER)", "abar_mpi(shm,compl)",
                                       "abar_mpi(p2p,compl)", "abar_mpi(p2p,progress)",
-                                      "abar_mpi(shm,hier2)", "abar_mpi(p2p,hier2)" };
-static const int nthreads[M_COUNT] = { 1, 1, 1, 1, 1, 1, 1, 1, 2, 2 };
+                                      "abar_mpi(shm,hier)", "abar_mpi(p2p,hier)", "abar_mpi(p2p,test)" };
+static int nthreads[M_COUNT] = { 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 1 };
 static abar_mpi_t bars[M_COUNT];
 static uint64_t result;
 static void on_complete(void *arg) { (*(uint64_t *)arg)++; }
@@ -100,13 +103,24 @@ static double measure(int m, int n, double w)
         break;
     case M_HIER:
     case M_HIER_P2P: {
-        pthread_t th;
+        pthread_t th[64];
         struct hier_arg h = { n, m, w };
-        pthread_create(&th, NULL, hier_thread, &h);
+        for (int k = 1; k < nthreads[m]; k++) pthread_create(&th[k], NULL, hier_thread, &h);
         hier_thread(&h);
-        pthread_join(th, NULL);
+        for (int k = 1; k < nthreads[m]; k++) pthread_join(th[k], NULL);
         break;
     }
+    case M_ABAR_TEST:
+        for (int i = 0; i < n; i++) {
+            abar_token_t t = abar_mpi_arrive(&bars[m]);
+            double end = now() + w * 1e-6;
+            for (double x = now(); x < end; x = now()) {
+                spin_us(end - x < 1e-6 ? (end - x) * 1e6 : 1.0);
+                (void)abar_mpi_test(&bars[m], t);
+            }
+            if (abar_mpi_wait(&bars[m], t) != 0) MPI_Abort(MPI_COMM_WORLD, 6);
+        }
+        break;
     default:
         for (int i = 0; i < n; i++) {
             double a0 = split ? now() : 0;
@@ -136,6 +150,10 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--quick")) { iters = 200; reps = 1; }
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            int t = atoi(argv[++i]);
+            nthreads[M_HIER] = nthreads[M_HIER_P2P] = t < 2 ? 2 : t > 64 ? 64 : t;
+        }
     }
     if (provided < MPI_THREAD_MULTIPLE) {
         if (rank == 0) fprintf(stderr, "needs MPI_THREAD_MULTIPLE\n");
@@ -152,7 +170,8 @@ int main(int argc, char **argv)
     }
     a[M_ABAR_COMPL_P2P].flags = ABAR_MPI_P2P;
     a[M_ABAR_PROG].flags = ABAR_MPI_PROGRESS_THREAD | ABAR_MPI_P2P;
-    a[M_HIER].threads = a[M_HIER_P2P].threads = 2;
+    a[M_HIER].threads = a[M_HIER_P2P].threads = (unsigned)nthreads[M_HIER];
+    a[M_ABAR_TEST].flags = ABAR_MPI_P2P;
     a[M_HIER_P2P].flags = ABAR_MPI_P2P;
     for (int m = M_ABAR; m < M_COUNT; m++)
         if (abar_mpi_init(&bars[m], MPI_COMM_WORLD, &a[m]) != 0) MPI_Abort(MPI_COMM_WORLD, 3);
@@ -175,10 +194,10 @@ int main(int argc, char **argv)
 
     /* overlap: W as multiples of each method's own latency */
     const double mult[] = { 0.5, 1, 2, 4, 8 };
-    const int ovm[] = { M_IBARRIER, M_ABAR, M_ABAR_P2P, M_ABAR_PROG, M_HIER, M_HIER_P2P };
+    const int ovm[] = { M_IBARRIER, M_ABAR, M_ABAR_P2P, M_ABAR_TEST, M_ABAR_PROG, M_HIER, M_HIER_P2P };
     int on = iters / 4 + 1;
     if (rank == 0) printf("# overlap: arrive, W us of work, wait; %d iterations x %d runs, median\n"
-                          "# ovl name ranks W_us us_per_iter exposed_us hidden_pct\n", on, reps);
+                          "# ovl name ranks W_us us_per_iter exposed_us hidden_pct hidden_vs_barrier_pct\n", on, reps);
     for (unsigned j = 0; j < sizeof ovm / sizeof *ovm; j++) {
         for (unsigned k = 0; k < sizeof mult / sizeof *mult; k++) {
             int m = ovm[j];
@@ -188,11 +207,12 @@ int main(int argc, char **argv)
             for (int r = 0; r < reps; r++) samp[r] = measure(m, on, W) / on * 1e6;
             double it = median(samp, reps), exposed = it - W;
             double hidden = 100.0 * (1.0 - exposed / lat[m]);
-            if (hidden < 0) hidden = 0;
-            if (hidden > 100) hidden = 100;
+            double hb = 100.0 * (1.0 - exposed / lat[M_BARRIER]);
+            hidden = hidden < 0 ? 0 : hidden > 100 ? 100 : hidden;
+            hb = hb < 0 ? 0 : hb > 100 ? 100 : hb;
             if (rank == 0)
-                printf("ovl %-24s %d %7.2f %8.3f %8.3f %6.1f  (W = %.1f x latency)\n", mname[m], size, W, it,
-                       exposed, hidden, mult[k]);
+                printf("ovl %-24s %d %7.2f %8.3f %8.3f %6.1f %6.1f  (W = %.1f x latency)\n", mname[m], size, W, it,
+                       exposed, hidden, hb, mult[k]);
         }
     }
     /* where the exposed time goes with W = 8 x latency: the CPU time of the

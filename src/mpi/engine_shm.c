@@ -1,0 +1,127 @@
+/*
+ * engine_shm.c - every rank on one node (with or without a completion): a
+ * process-shared core barrier (expected = ranks) in an MPI shared-memory
+ * window, plus one (expected 1) through which the root releases after the
+ * completion.  No MPI call finishes a phase.
+ */
+#include "mpi_internal.h"
+
+#include <string.h>
+
+int abar_mpi__shm_start(struct mpi_impl *m)
+{
+    /* rel cannot complete phase k before gather does, which needs us:
+     * its current token, taken first, names phase k */
+    if (m->completion && m->rank != m->root) {
+        m->rtok = abar_current(&m->seg->rel);
+        if (abar_token_error(m->rtok)) return -1;
+    }
+    m->gtok = abar_arrive(&m->seg->gather);
+    return abar_token_error(m->gtok) ? -1 : 0;
+}
+
+int abar_mpi__shm_poll(struct mpi_impl *m)
+{
+    struct shm_seg *g = m->seg;
+    if (m->completion == NULL || m->rank == m->root) {
+        int r = abar_test(&g->gather, m->gtok);
+        if (r) return r == EBUSY ? 0 : -1;
+        if (m->completion == NULL) return 1;
+        /* root: every rank has arrived, none is released */
+        if (m->draining || atomic_load(&m->cancelled)) {
+            atomic_store_explicit(&g->cancel_mark, m->phase + 1, memory_order_relaxed);
+        } else {
+            const struct mpi_impl *outer = abar_mpi__completing;
+            abar_mpi__completing = m;
+            m->completion(m->arg);
+            abar_mpi__completing = outer;
+            if (m->result_size) memcpy(g->result, m->result, m->result_size);
+        }
+        /* rel's release carries the result and the mark to every rank */
+        return abar_token_error(abar_arrive(&g->rel)) ? -1 : 1;
+    }
+    int r = abar_test(&g->rel, m->rtok);
+    if (r) return r == EBUSY ? 0 : -1;
+    if (atomic_load_explicit(&g->cancel_mark, memory_order_relaxed) == m->phase + 1) {
+        atomic_store(&m->cancelled, 1);
+        abar_cancel(&m->local);
+        abar_cancel(&m->release);
+    } else if (m->result_size && !m->draining) {
+        /* the root's next completion cannot start before our next arrival */
+        memcpy(m->result, g->result, m->result_size);
+    }
+    return 1;
+}
+
+/* SHM: blocks (core spin-then-futex wait, no lock held) until the phase in
+ * flight can be finished by a poll, or the deadline passes. */
+void abar_mpi__shm_block(struct mpi_impl *m, uint64_t deadline)
+{
+    pthread_mutex_lock(&m->lock);
+    bool waiting = m->stage != ST_IDLE;
+    bool on_rel = m->completion && m->rank != m->root;
+    abar_token_t t = on_rel ? m->rtok : m->gtok;
+    pthread_mutex_unlock(&m->lock);
+    if (!waiting) return;
+    abar_t *bar = on_rel ? &m->seg->rel : &m->seg->gather;
+    struct timespec ts = { .tv_sec = (time_t)(deadline / 1000000000u),
+                           .tv_nsec = (long)(deadline % 1000000000u) };
+    (void)abar_wait_until(bar, t, &ts);
+}
+
+/* Collective: switches to ENG_SHM if every rank of the communicator shares
+ * this node and the shared window can be made everywhere. */
+void abar_mpi__shm_try(struct mpi_impl *m)
+{
+    MPI_Comm node;
+    int nsize = 0, ok, all = 0;
+    if (MPI_Comm_split_type(m->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
+        return; /* collective: fails alike everywhere */
+    MPI_Comm_size(node, &nsize);
+    /* + 64: the segment is placed at the first 64-byte boundary of rank 0's
+     * memory (the mapping is page-aligned in every process, so the offset is
+     * the same everywhere) */
+    MPI_Aint bytes = (MPI_Aint)(sizeof(struct shm_seg) + m->result_size + 64);
+    if ((size_t)m->size > ABAR_EXPECTED_MAX) {
+        MPI_Comm_free(&node);
+        return;
+    }
+    void *base = NULL;
+    ok = nsize == m->size &&
+         MPI_Win_allocate_shared(m->rank == 0 ? bytes : 0, 1, MPI_INFO_NULL, node, &base, &m->win) == MPI_SUCCESS;
+    /* nsize == size is the same answer on every rank; the allocation may not be */
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, m->comm);
+    if (all) {
+        MPI_Aint sz;
+        int du;
+        all = MPI_Win_shared_query(m->win, 0, &sz, &du, &base) == MPI_SUCCESS && sz >= bytes;
+        int a2 = all;
+        MPI_Allreduce(&a2, &all, 1, MPI_INT, MPI_MIN, m->comm);
+    }
+    if (!all) {
+        if (m->win != MPI_WIN_NULL) MPI_Win_free(&m->win);
+        m->win = MPI_WIN_NULL;
+    } else {
+        m->seg = (struct shm_seg *)(((uintptr_t)base + 63) & ~(uintptr_t)63);
+        int good = 1;
+        if (m->rank == 0) {
+            /* the wait flags of attr apply to the shared waits too */
+            abar_attr_t sa = { .flags = ABAR_PSHARED | m->wait_flags };
+            good = abar_init(&m->seg->gather, (uint32_t)m->size, &sa) == 0 &&
+                   abar_init(&m->seg->rel, 1, &sa) == 0;
+            atomic_init(&m->seg->cancel_mark, 0);
+        }
+        MPI_Bcast(&good, 1, MPI_INT, 0, m->comm);
+        if (!good) {
+            MPI_Win_free(&m->win);
+            m->win = MPI_WIN_NULL;
+            m->seg = NULL;
+            MPI_Comm_free(&node);
+            return;
+        }
+        MPI_Barrier(m->comm); /* the segment is initialised before anyone arrives */
+        m->engine = ENG_SHM;
+    }
+    MPI_Comm_free(&node);
+}
+
