@@ -94,7 +94,7 @@
  * variant, should it come back),
  * FIX_CANCEL_WAKE (1, as lifecycle.c:116-119 since 8fb3cd8: abar_cancel
  * always wakes; 0: only when PARKED, finding F2),
- * FIX_CANCEL_PARK (1, as wait.c:125 since 177c88b: a parker whose look said
+ * FIX_CANCEL_PARK (1, as wait.c:137 since 177c88b: a parker whose look said
  * "pending" on a cancelled state yields instead of sleeping; 0: it parks,
  * finding F4),
  * NO_ONLY (0: 1 leaves out the plain arrive without a wait in the last
@@ -195,17 +195,17 @@
 #define COMPLETING(s) (PEND(s) <= 0 && ((s) & FIN) == 0)               /* abar_internal.h:71-74 */
 /* The 32-bit futex word (abar_internal.h:82-83), shrunk to 8 bits: bit 7 is
  * ABAR__FUTEX_CANCELLED (bit 31, abar_internal.h:76, set by abar_cancel),
- * the low 7 bits count the releases that found PARKED (arrive.c:173-178;
+ * the low 7 bits count the releases that found PARKED (arrive.c:177-182;
  * at most NPH of them here, so the count never wraps back to a value a
  * sleeper read). */
 #define FUT_CANC    128
 #define FUT_COUNT   127
-#define INSIDE_DEAD 128           /* ABAR__INSIDE_DEAD, abar_internal.h:193 */
+#define INSIDE_DEAD 128           /* ABAR__INSIDE_DEAD, abar_internal.h:194 */
 
-/* ---- the barrier (struct abar_impl, abar_internal.h:98-118) ----
+/* ---- the barrier (struct abar_impl, abar_internal.h:98-119) ----
  * `phase` and `futex` are the release words (struct abar__release,
  * abar_internal.h:78-85), which every access reaches through rel(b)
- * (abar_internal.h:127-131): `pair` beside the state word or `wide` on a
+ * (abar_internal.h:128-132): `pair` beside the state word or `wide` on a
  * line of its own, fixed at init (ABAR__PAIR, lifecycle.c:61), so either way
  * one pair of words; where they live makes no difference to the protocol.
  * What ABAR__PAIR does change, pair_last, is the PAIR knob. */
@@ -232,11 +232,11 @@ bool cdone = !CANCELLER, odone = !OBSERVER;
 #define GEXP(p)    ((p) == 0 -> N : gexp[p])
 
 /* Every access to barrier memory: never after a successful destroy (P5).
- * abar__live's load of magic (abar_internal.h:149) is folded into the call's
+ * abar__live's load of magic (abar_internal.h:150) is folded into the call's
  * next access: a destroy before either is caught by that access. */
 #define ACCESS     assert(!dead)
 
-/* abar__snapshot, abar_internal.h:156-170: read phase, state, phase again;
+/* abar__snapshot, abar_internal.h:157-171: read phase, state, phase again;
  * returns cur (completed phases) and a state naming cur or cur + 1.  With
  * ATOMIC_SNAPSHOT the three loads are one step; that is sound exactly when
  * the check below holds for the three-step version (the ATOMIC_SNAPSHOT=0
@@ -250,12 +250,12 @@ inline snapshot(res, sv)
 inline snapshot(res, sv)
 {
     do
-    :: atomic { ACCESS; ph1 = phase };                   /* abar_internal.h:160 */
-       atomic { ACCESS; sv = state; gsr = gS };          /* abar_internal.h:162 */
-       atomic { ACCESS; ph2 = phase };                   /* abar_internal.h:165 */
+    :: atomic { ACCESS; ph1 = phase };                   /* abar_internal.h:161 */
+       atomic { ACCESS; sv = state; gsr = gS };          /* abar_internal.h:163 */
+       atomic { ACCESS; ph2 = phase };                   /* abar_internal.h:166 */
        if
        :: ph2 == ph1 ->
-          res = ph1;                                     /* abar_internal.h:166-167 */
+          res = ph1;                                     /* abar_internal.h:167-168 */
           assert(gsr == res || gsr == res + 1);          /* P2: phase in {S-1, S} */
           assert(STPH(sv) == LO(gsr));
           ph1 = 0; ph2 = 0; gsr = 0;                     /* dead: keep the state space small */
@@ -265,7 +265,7 @@ inline snapshot(res, sv)
     od
 }
 #endif
-/* abar__state_phase, abar_internal.h:172-175 */
+/* abar__state_phase, abar_internal.h:173-176 */
 #define STATE_PHASE(c, sv) (STPH(sv) == LO(c) -> (c) : (c) + 1)
 
 /* judge, wait.c:14-26 (EDEADLK needs a completion that waits: not modelled) */
@@ -317,17 +317,17 @@ inline futex_wait(res, val, tmd)
     od
 }
 
-/* block, wait.c:47-140: spin (unless PARK), then park.  Returns in r. */
+/* block, wait.c:52-152: spin (unless PARK), then park.  Returns in r. */
 inline block(tk, tmd)
 {
-    /* The spin loop, wait.c:72-107.  Its policy is a free choice each round:
-     * ABAR_WAIT_PARK skips it (wait.c:68), the default leaves it when the
+    /* The spin loop, wait.c:84-119.  Its policy is a free choice each round:
+     * ABAR_WAIT_PARK skips it (wait.c:78), the default leaves it when the
      * budget is spent (and, oversubscribed, after 4 yields per participant:
-     * any round, wait.c:98-101), ABAR_WAIT_SPIN never leaves
-     * it.  A round reads `phase` (wait.c:77; the first 128 rounds,
-     * wait.c:63-66, read only `phase`), then the futex word's cancel
-     * bit (wait.c:80), and looks (wait.c:82) when the bit is set or on every
-     * 1024th round (wait.c:81).  A round whose loads find phase <= tk, the
+     * any round, wait.c:110-113), ABAR_WAIT_SPIN never leaves
+     * it.  A round reads `phase` (wait.c:89; the first 128 rounds,
+     * wait.c:68-71, read only `phase`), then the futex word's cancel
+     * bit (wait.c:92), and looks (wait.c:94) when the bit is set or on every
+     * 1024th round (wait.c:93).  A round whose loads find phase <= tk, the
      * bit clear, and (if it looks) the token still pending changes nothing
      * but the spinner's locals; such rounds are folded into one blocking step
      * that waits until a round can see news: `phase` past tk, the bit, or
@@ -340,35 +340,35 @@ inline block(tk, tmd)
      * caught (P5) by the round's first access. */
     do
     :: atomic { ACCESS; phase > tk || (futex & FUT_CANC) || (state & (CANC | FIN)) || dead } ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:65,77 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:70,89 */
        if
        :: tmp > tk -> r = 0; goto blockdone
        :: else -> skip
        fi;
-       atomic { ACCESS; tmp = futex };                   /* wait.c:80 */
+       atomic { ACCESS; tmp = futex };                   /* wait.c:92 */
        if
-       :: skip ->                                        /* wait.c:80-81: the cancel bit, or i % 1024 == 0 */
+       :: skip ->                                        /* wait.c:92-93: the cancel bit, or i % 1024 == 0 */
           tmp = 0;
-          look(r, tk);                                   /* wait.c:82 */
+          look(r, tk);                                   /* wait.c:94 */
           if :: !PENDING(r) -> goto blockdone :: else -> skip fi
        :: !(tmp & FUT_CANC) -> tmp = 0                   /* no bit, not a 1024th round */
        fi
-    :: tmd ->                                            /* wait.c:89-92: deadline, one more look */
+    :: tmd ->                                            /* wait.c:101-104: deadline, one more look */
        look(r, tk);
        r = (PENDING(r) -> ETIMEDOUT : r);
        goto blockdone
-    :: break                                             /* wait.c:68,101: park */
+    :: break                                             /* wait.c:78,113: park */
     od;
-    /* The park loop, wait.c:117-139. */
+    /* The park loop, wait.c:129-151. */
     do
-    :: atomic { ACCESS; v = futex };                     /* wait.c:122: the word before the look */
-       look(r, tk);                                      /* wait.c:123 */
+    :: atomic { ACCESS; v = futex };                     /* wait.c:134: the word before the look */
+       look(r, tk);                                      /* wait.c:135 */
        if :: !PENDING(r) -> goto blockdone :: else -> skip fi;
-       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:124 */
+       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:136 */
        if
-       :: r == EBUSY -> goto parkagain                   /* wait.c:125-127: yield */
+       :: r == EBUSY -> goto parkagain                   /* wait.c:137-139: yield */
 #if FIX_CANCEL_PARK
-       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:125-127: cancelled, looked complete: yield */
+       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:137-139: cancelled, looked complete: yield */
 #endif
        :: else -> skip
        fi;
@@ -376,7 +376,7 @@ inline block(tk, tmd)
        /* bug 2: sleep without announcing PARKED */
 #else
        if
-       :: !(s & PARKED) ->                               /* wait.c:131-134 */
+       :: !(s & PARKED) ->                               /* wait.c:143-146 */
           atomic {
               ACCESS;
               if
@@ -388,11 +388,11 @@ inline block(tk, tmd)
        :: else -> skip
        fi;
 #endif
-       futex_wait(r, v, tmd);                            /* wait.c:135 */
+       futex_wait(r, v, tmd);                            /* wait.c:147 */
        if
        :: r == ETIMEDOUT ->
-          look(r, tk);                                   /* wait.c:136 */
-          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:137 */
+          look(r, tk);                                   /* wait.c:148 */
+          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:149 */
           goto blockdone
        :: else -> skip
        fi;
@@ -403,11 +403,11 @@ blockdone:
     cur = 0; s = 0; ok = 0; tmp = 0; v = 0
 }
 
-/* enter, wait.c:149-174: announce, then wait out a destroy's mark.
+/* enter, wait.c:161-186: announce, then wait out a destroy's mark.
  *
  * The hazard-slot fences (hazard.c:11-21).  The C orders the slot store
- * before the waiter's next loads with a "light" fence (wait.c:157,
- * abar_internal.h:224-231: only a compiler barrier where membarrier is
+ * before the waiter's next loads with a "light" fence (wait.c:169,
+ * abar_internal.h:225-232: only a compiler barrier where membarrier is
  * registered) and destroy's mark before its slot loads with a "heavy" one
  * (lifecycle.c:93, hazard.c:50-60: membarrier PRIVATE_EXPEDITED, then a
  * seq_cst fence).  The model is sequentially consistent, i.e. it assumes a
@@ -428,18 +428,18 @@ blockdone:
 inline enter()
 {
 #if PSHARED
-    atomic { ACCESS; inside++ };                         /* wait.c:161 */
+    atomic { ACCESS; inside++ };                         /* wait.c:173 */
 #else
-    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:153, light fence 138 */
+    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:165, light fence 169 */
 #endif
     entered = 1;
     do
-    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:166 */
-    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:167: destroyed */
+    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:178 */
+    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:179: destroyed */
        entered = 0; break
     od;
     if
-    :: !entered ->                                       /* wait.c:168 leave */
+    :: !entered ->                                       /* wait.c:180 leave */
 #if PSHARED
        atomic { inside-- }
 #else
@@ -449,24 +449,24 @@ inline enter()
     fi
 }
 
-/* leave, wait.c:178-186: after it this thread touches the barrier no more. */
+/* leave, wait.c:190-198: after it this thread touches the barrier no more. */
 inline leave()
 {
 #if PSHARED
-    atomic { ACCESS; inside-- }                          /* wait.c:181 */
+    atomic { ACCESS; inside-- }                          /* wait.c:193 */
 #else
-    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:184 */
+    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:196 */
 #endif
 }
 
-/* wait_registered, wait.c:189-196 (the caller, wait_common, found the token
- * not yet complete on the release words, wait.c:206). */
+/* wait_registered, wait.c:201-208 (the caller, wait_common, found the token
+ * not yet complete on the release words, wait.c:218). */
 inline wait_registered(tk, tmd)
 {
-    enter();                                             /* wait.c:192 */
+    enter();                                             /* wait.c:204 */
     assert(entered);                                     /* no destroy races these waits */
-    block(tk, tmd);                                      /* wait.c:193 */
-    leave()                                              /* wait.c:194 */
+    block(tk, tmd);                                      /* wait.c:205 */
+    leave()                                              /* wait.c:206 */
 }
 
 /* What a returned wait may say (P1, P4). */
@@ -480,7 +480,7 @@ inline check_wait(tk, res, tmd)
     fi
 }
 
-/* publish, arrive.c:159-181: release the waiters of phase p after the
+/* publish, arrive.c:159-185: release the waiters of phase p after the
  * release CAS on `state`, which found PARKED if prk.  Only then the futex
  * word changes: its count bits, by CAS, keeping the cancel bit (a cancel may
  * set it meanwhile).  Uses tmp (the caller's is dead by now). */
@@ -490,9 +490,9 @@ inline publish(p, prk)
     /* bug 7: the futex word is not changed although PARKED */
 #else
     if
-    :: prk ->                                            /* arrive.c:173 */
-       atomic { ACCESS; tmp = futex };                   /* arrive.c:174: f */
-       do                                                /* arrive.c:175-177 */
+    :: prk ->                                            /* arrive.c:177 */
+       atomic { ACCESS; tmp = futex };                   /* arrive.c:178: f */
+       do                                                /* arrive.c:179-181 */
        :: atomic {
               ACCESS;
               if
@@ -513,13 +513,13 @@ inline publish(p, prk)
     fi;
 #endif
 #if MUTANT != 1
-    atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* arrive.c:179: the last access */
+    atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* arrive.c:183: the last access */
 #endif
 #if MUTANT == 3
     skip                                                 /* bug 3: never wake */
 #else
     if
-    :: prk -> futex_wake_all()                           /* arrive.c:180 */
+    :: prk -> futex_wake_all()                           /* arrive.c:184 */
     :: else -> skip
     fi
 #endif
@@ -791,7 +791,7 @@ inline destroy()
           /* lifecycle.c:93-94: the heavy fence (see enter), then the
            * hazard slots (hazard.c:108-115, read as one step: a slot
            * set after the scan passed it belongs to a waiter that then
-           * sees the mark, wait.c:166) */
+           * sees the mark, wait.c:178) */
           atomic { ACCESS; i = 0; do :: i < NPROC && !slot[i] -> i++ :: else -> break od };
           if
           :: i < NPROC -> atomic { ACCESS; inside = inside & ~INSIDE_DEAD }; r = EBUSY /* lifecycle.c:95-96 */
@@ -839,7 +839,7 @@ active [N] proctype worker()
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
        if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:263 */
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:275 */
        :: else -> skip
        fi;
 #endif
@@ -849,7 +849,7 @@ active [N] proctype worker()
        :: else -> arrive(1, op == OP_DROP)
        fi;
 #else
-       arrive(1, op == OP_DROP);                         /* wait.c:264 / arrive.c:112, 185-189, 197-201 */
+       arrive(1, op == OP_DROP);                         /* wait.c:276 / arrive.c:112, 185-189, 197-201 */
 #endif
 #if MUTANT == 6
        if :: op == OP_AW -> enter() :: else -> skip fi;
@@ -865,29 +865,29 @@ active [N] proctype worker()
           leave(); left = 1;                             /* bug 13: leaves right after its arrival */
 #endif
           if
-          :: lst -> skip                                 /* wait.c:267: we completed it */
+          :: lst -> skip                                 /* wait.c:279: we completed it */
           :: else ->
-             atomic { ACCESS; tmp = phase };             /* wait.c:270: released meanwhile? */
+             atomic { ACCESS; tmp = phase };             /* wait.c:282: released meanwhile? */
              if
 #if MUTANT == 12
              :: tmp >= tp -> tmp = 0                     /* bug 12: `phase` == tp taken as released */
 #else
-             :: tmp > tp -> tmp = 0                      /* wait.c:270 */
+             :: tmp > tp -> tmp = 0                      /* wait.c:282 */
 #endif
 #if MUTANT == 13
              :: else -> tmp = 0; wait_registered(tp, 0)  /* bug 13: then waits as abar_wait does */
 #else
-             :: else -> tmp = 0; block(tp, 0)            /* wait.c:271 */
+             :: else -> tmp = 0; block(tp, 0)            /* wait.c:283 */
 #endif
              fi
           fi;
           check_wait(tp, r, 0)
        :: r == 0 && (op == OP_SPLIT || op == OP_TIMED) ->
-          do                                             /* wait_common, wait.c:198-218 */
-          :: atomic { ACCESS; tmp = phase };             /* wait.c:206 */
+          do                                             /* wait_common, wait.c:210-230 */
+          :: atomic { ACCESS; tmp = phase };             /* wait.c:218 */
              if
              :: tp < tmp -> r = 0; tmp = 0
-             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:217 */
+             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:229 */
              fi;
              check_wait(tp, r, timed);
              if
@@ -898,7 +898,7 @@ active [N] proctype worker()
        :: else -> skip
        fi;
        if
-       :: op == OP_AW && !left -> leave()                /* wait.c:272 */
+       :: op == OP_AW && !left -> leave()                /* wait.c:284 */
        :: else -> skip
        fi;
        if
@@ -943,7 +943,7 @@ active proctype canceller()
 #endif
 
 #if OBSERVER
-/* A non-participant: abar_current, then abar_wait (wait.c:232-240, 179-199). */
+/* A non-participant: abar_current, then abar_wait (wait.c:244-252, 179-199). */
 active proctype observer()
 {
     byte tp, cur, ph1, ph2, gsr, tmp, i, v;
@@ -951,17 +951,17 @@ active proctype observer()
     byte r;
     bool ok, entered;
 
-    snapshot(cur, s);                                    /* wait.c:237 */
+    snapshot(cur, s);                                    /* wait.c:249 */
     if
-    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:238 */
-    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:239 */
+    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:250 */
+    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:251 */
     fi;
     if
     :: r == 0 && tp < NPH ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:206 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:218 */
        if
        :: tp < tmp -> r = 0; tmp = 0
-       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:217 */
+       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:229 */
        fi;
        check_wait(tp, r, 0)
     :: else -> skip
