@@ -39,7 +39,13 @@ extern "C" {
 
 /* The barrier.  A complete type so it can live anywhere (static, stack, heap,
  * a shared mapping); its contents are private: use the functions. */
+/* In C++ the tag is abar_barrier_: `struct abar` would clash with namespace
+ * abar (abar.hpp).  Same layout; every function takes abar_t. */
+#ifdef __cplusplus
+typedef struct abar_barrier_ {
+#else
 typedef struct abar {
+#endif
 #if defined(__GNUC__) || defined(__clang__)
     __attribute__((aligned(64)))
 #endif

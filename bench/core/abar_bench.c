@@ -157,6 +157,8 @@ static const bimpl_t base_impls[] = {
 #ifdef ABAR_BENCH_HAVE_STD
     { "std-barrier", 1, 1, stdb_create, stdb_destroy, stdb_thread_state, stdb_thread_free,
       stdb_arrive_and_wait, stdb_arrive, stdb_wait },
+    { "abar-cpp", 1, 1, abarcpp_create, abarcpp_destroy, abarcpp_thread_state, abarcpp_thread_free,
+      abarcpp_arrive_and_wait, abarcpp_arrive, abarcpp_wait },
 #endif
 };
 

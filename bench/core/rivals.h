@@ -28,6 +28,13 @@ void stdb_thread_free(void *ts);
 void stdb_arrive_and_wait(void *b, void *ts);
 void stdb_arrive(void *b, void *ts);
 void stdb_wait(void *b, void *ts);
+void *abarcpp_create(unsigned n, void (*fn)(void *), void *arg);
+void abarcpp_destroy(void *b);
+void *abarcpp_thread_state(void *b, unsigned tid);
+void abarcpp_thread_free(void *ts);
+void abarcpp_arrive_and_wait(void *b, void *ts);
+void abarcpp_arrive(void *b, void *ts);
+void abarcpp_wait(void *b, void *ts);
 #endif
 
 #endif
