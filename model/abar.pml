@@ -80,7 +80,7 @@
  * and waits as abar_wait does (registering again): its read after the RMW
  * is unregistered (P5).
  * Number 4 is unused (no bug of that kind remains: the futex word's cancel
- * bit only hastens spinners, whose 1024th round looks anyway).
+ * bit only hastens spinners, whose 1024th round looks anyway)),
  * ATOMIC_SNAPSHOT (0: 1 makes abar__snapshot one step, see there),
  * FIX_ARRIVAL_PHASE (1, as arrive.c:60-61 since 8fb3cd8: the token from
  * `phase` read before the arrival's RMW; 0: the code before, read after it,
