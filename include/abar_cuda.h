@@ -62,6 +62,8 @@
 #endif
 
 #define ABAR_CUDA__INL static __device__ __forceinline__
+/* For functions a macro declares in the user's file: unused ones are fine. */
+#define ABAR_CUDA__INL_DECL static __device__ __forceinline__ __attribute__((unused))
 
 /* ------------------------------------------------------------------------ */
 /* Types                                                                    */
@@ -258,6 +260,13 @@ ABAR_CUDA__INL unsigned abar_cuda_ptx_mbarrier_pending_count(unsigned long long 
     unsigned n;
     asm volatile("mbarrier.pending_count.b64 %0, %1;" : "=r"(n) : "l"(state));
     return n;
+}
+
+/* fence.acq_rel.cta: acquire and release at block scope (membar.cta, what
+ * __threadfence_block emits, is the stronger fence.sc.cta). */
+ABAR_CUDA__INL void abar_cuda_ptx_fence_acq_rel_cta(void)
+{
+    asm volatile("fence.acq_rel.cta;" ::: "memory");
 }
 
 /* mbarrier.test_wait: never blocks; true once the phase of `state` is done.
@@ -732,32 +741,35 @@ ABAR_CUDA__INL int abar_cuda_cbar_init(abar_cuda_cbar_t *b, unsigned expected,
     return 0;
 }
 
-/* After a noComplete arrival of n: the last arriver (pending was n + 1)
- * acquires every earlier arrival's writes (their arrivals are releases; the
- * fence after reading the count makes it an acquire), runs fn, and completes
- * the phase with a release arrival that every waiter's wait acquires: what
- * fn wrote is visible to every released thread (seed 001). */
+/* After a noComplete arrival of n in phase ph: the last arriver (pending was
+ * n + 1) acquires every earlier arrival's writes (their arrivals are
+ * releases; fence.acq_rel.cta after reading the count makes it an acquire:
+ * not membar.cta, the sequentially consistent fence __threadfence_block
+ * emits, which the completion does not need), runs fn, and completes the
+ * phase with a release arrival that every waiter's wait acquires: what fn
+ * wrote is visible to every released thread (seed 001).  The next phase
+ * number is ph + 1 from the token: no second read of b->phase. */
 ABAR_CUDA__INL void abar_cuda__cbar_after(abar_cuda_cbar_t *b, unsigned long long st, unsigned n,
-                                          abar_cuda_completion_fn *fn, void *arg)
+                                          unsigned ph, abar_cuda_completion_fn *fn, void *arg)
 {
     unsigned pending = abar_cuda_ptx_mbarrier_pending_count(st);
     if (pending == n + 1) {
-        __threadfence_block();
-        *(volatile unsigned *)&b->phase = b->phase + 1;   /* released by the arrival below */
+        abar_cuda_ptx_fence_acq_rel_cta();
+        *(volatile unsigned *)&b->phase = ph + 1;   /* released by the arrival below */
         if (fn)
             fn(arg);
         (void)abar_cuda_ptx_mbarrier_arrive1(abar_cuda__smem(&b->mbar));
     } else if (pending < n + 1) {
         abar_cuda__fail("more arrivals in a phase than expected "
-                        "(an arrive when the countdown is already zero)", b, b->phase);
+                        "(an arrive when the countdown is already zero)", b, ph);
     }
 }
 
 /* The token is the phase number, read before arriving (it cannot change
  * until this arrival is counted; the completer's increment was released by
  * the arrival that completed the previous phase, which this thread's wait
- * acquired).  Waits are parity waits: measured on an H100, try_wait on the
- * state a noComplete arrival returns woke ~25 ns later. */
+ * acquired).  Waits are parity waits: try_wait on the state a noComplete
+ * arrival returns wakes later than a parity wait (docs/cuda.md). */
 ABAR_CUDA__INL abar_cuda_token_t abar_cuda__cbar_arrive(abar_cuda_cbar_t *b, unsigned n,
                                                         abar_cuda_completion_fn *fn, void *arg)
 {
@@ -767,7 +779,7 @@ ABAR_CUDA__INL abar_cuda_token_t abar_cuda__cbar_arrive(abar_cuda_cbar_t *b, uns
 #endif
     unsigned ph = *(volatile unsigned *)&b->phase;
     unsigned long long st = abar_cuda_ptx_mbarrier_arrive_nocomplete(abar_cuda__smem(&b->mbar), n);
-    abar_cuda__cbar_after(b, st, n, fn, arg);
+    abar_cuda__cbar_after(b, st, n, ph, fn, arg);
     return abar_cuda__token(ph, b, ph);
 }
 
@@ -794,10 +806,17 @@ ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cbar_arrive_with(abar_cuda_cbar_t *b,
 }
 
 /* Arrives, and expects one fewer arrival from the next phase on. */
+ABAR_CUDA__INL void abar_cuda__cbar_arrive_and_drop(abar_cuda_cbar_t *b, abar_cuda_completion_fn *fn,
+                                                   void *arg)
+{
+    unsigned ph = *(volatile unsigned *)&b->phase;
+    unsigned long long st = abar_cuda_ptx_mbarrier_arrive_drop_nocomplete(abar_cuda__smem(&b->mbar));
+    abar_cuda__cbar_after(b, st, 1, ph, fn, arg);
+}
+
 ABAR_CUDA__INL void abar_cuda_cbar_arrive_and_drop(abar_cuda_cbar_t *b)
 {
-    unsigned long long st = abar_cuda_ptx_mbarrier_arrive_drop_nocomplete(abar_cuda__smem(&b->mbar));
-    abar_cuda__cbar_after(b, st, 1, b->fn, b->arg);
+    abar_cuda__cbar_arrive_and_drop(b, b->fn, b->arg);
 }
 
 ABAR_CUDA__INL void abar_cuda_cbar_wait(abar_cuda_cbar_t *b, abar_cuda_token_t t)
@@ -834,6 +853,40 @@ ABAR_CUDA__INL void abar_cuda_cbar_arrive_and_wait_with(abar_cuda_cbar_t *b, aba
 {
     abar_cuda_cbar_wait(b, abar_cuda_cbar_arrive_with(b, fn, arg));
 }
+
+/* A completion barrier type whose completion is fixed when it is declared:
+ *
+ *   ABAR_CUDA_CBAR_DEFINE(psum_bar, psum_completion)   // at file scope
+ *   __shared__ psum_bar_t bar;
+ *   if (threadIdx.x == 0) psum_bar_init(&bar, blockDim.x, &ctx);
+ *   __syncthreads();
+ *   psum_bar_wait(&bar, psum_bar_arrive(&bar));
+ *
+ * Seed 001's form (the completion given once, before the first arrival) with
+ * a direct, inlined call instead of a call through a pointer.  Declares
+ * name_t and name_init(b, expected, arg), name_arrive, name_arrive_n,
+ * name_arrive_and_drop, name_wait, name_test, name_arrive_and_wait, which
+ * behave as the abar_cuda_cbar_* functions of the same suffix (and check the
+ * same rules under ABAR_CHECKED); name_cbar(b) is the underlying
+ * abar_cuda_cbar_t. */
+#define ABAR_CUDA_CBAR_DEFINE(name, fn)                                                        \
+    typedef struct name##_s { abar_cuda_cbar_t cb; } name##_t;                                 \
+    ABAR_CUDA__INL_DECL abar_cuda_cbar_t *name##_cbar(name##_t *b) { return &b->cb; }               \
+    ABAR_CUDA__INL_DECL int name##_init(name##_t *b, unsigned expected, void *arg)                  \
+    { return abar_cuda_cbar_init(&b->cb, expected, fn, arg); }                                 \
+    ABAR_CUDA__INL_DECL abar_cuda_token_t name##_arrive_n(name##_t *b, unsigned n)                  \
+    { return abar_cuda__cbar_arrive(&b->cb, n, fn, b->cb.arg); }                               \
+    ABAR_CUDA__INL_DECL abar_cuda_token_t name##_arrive(name##_t *b)                                \
+    { return abar_cuda__cbar_arrive(&b->cb, 1, fn, b->cb.arg); }                               \
+    ABAR_CUDA__INL_DECL void name##_arrive_and_drop(name##_t *b)                                    \
+    { abar_cuda__cbar_arrive_and_drop(&b->cb, fn, b->cb.arg); }                                \
+    ABAR_CUDA__INL_DECL void name##_wait(name##_t *b, abar_cuda_token_t t)                          \
+    { abar_cuda_cbar_wait(&b->cb, t); }                                                        \
+    ABAR_CUDA__INL_DECL int name##_test(name##_t *b, abar_cuda_token_t t)                           \
+    { return abar_cuda_cbar_test(&b->cb, t); }                                                 \
+    ABAR_CUDA__INL_DECL void name##_arrive_and_wait(name##_t *b)                                    \
+    { abar_cuda_cbar_wait(&b->cb, name##_arrive(b)); }                                         \
+    typedef int name##_defined_
 
 /* ------------------------------------------------------------------------ */
 /* Hopper: transaction counts and bulk copies                               */
