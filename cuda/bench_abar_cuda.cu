@@ -234,18 +234,22 @@ __global__ void k_completion(int iters, int *sink)
  *   0 per-thread mbarrier.arrive.noComplete, last arriver by pending count,
  *     membar.cta (__threadfence_block), completion, release arrival
  *   1 the same with fence.acq_rel.cta (what abar_cuda_cbar does)
- *   2 warp-aggregated: __syncwarp, one lane arrives noComplete with the
- *     warp's count; fence.acq_rel.cta
- *   3 per-thread atom.acq_rel.cta.add on a shared counter, the last
- *     incrementer completes and releases on a count-1 mbarrier
- *   4 warp-aggregated atomic counter (one lane adds the warp's count)
+ *   2 what abar_cuda_cbar does: one atom.acq_rel.cta.add counts down a word
+ *     phase:12 | pending:20, the thread that takes it to zero completes and
+ *     releases on a count-1 mbarrier; the token's phase comes from the atom
+ *   3 per-thread atom.acq_rel.cta.add on a counter, the phase in a second
+ *     word (read before arriving), release on a count-1 mbarrier
+ *   4 design 2 with the completion through a generic pointer, as a
+ *     completion function receives it (counter++ on an int *)
  *   5 design 1 without the fence (unsafe: shows the fence's cost)
  *   6 design 1 without the completion's work (shows counter++'s cost) */
 #define D_N 7
 static const char *dname[D_N] = {
-    "noComplete per thread, membar.cta", "noComplete per thread, fence.acq_rel.cta (abar)",
-    "noComplete warp-aggregated, fence.acq_rel.cta", "atomic counter per thread + count-1 mbarrier",
-    "atomic counter warp-aggregated + count-1 mbarrier", "design 1 without the fence (unsafe)",
+    "mbarrier noComplete per thread + pending count, membar.cta",
+    "mbarrier noComplete per thread + pending count, fence.acq_rel.cta",
+    "countdown word phase|pending, one atom.acq_rel + count-1 mbarrier (abar)",
+    "atomic counter + phase word + count-1 mbarrier",
+    "design 2, completion through a generic int *", "design 1 without the fence (unsafe)",
     "design 1 without counter++",
 };
 
@@ -267,57 +271,48 @@ __global__ void k_cdesign(int iters, int *sink)
     if (threadIdx.x == 0) {
         counter = 0;
         phase = 0;
-        cnt = 0;
+        cnt = (D == 2 || D == 4) ? T : 0;
         abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&mb), T + 1);
         abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&rel), 1);
     }
     __syncthreads();
     const unsigned addr = abar_cuda__smem(&mb), raddr = abar_cuda__smem(&rel);
-    const unsigned lane = threadIdx.x & 31;
+    int *volatile cp = &counter;   /* design 4: the compiler cannot see it is shared */
+    int *gp = cp;
     for (int i = 0; i < iters; i++) {
-        unsigned ph = *(volatile unsigned *)&phase;
-        if (D <= 2 || D >= 5) {
-            unsigned c = 1;
-            bool arrive = true;
-            if (D == 2) {
-                unsigned mask = __activemask();
-                __syncwarp(mask);
-                c = __popc(mask);
-                arrive = lane == (unsigned)(__ffs(mask) - 1);
-            }
-            if (arrive) {
-                unsigned long long st = abar_cuda_ptx_mbarrier_arrive_nocomplete(addr, c);
-                if (abar_cuda_ptx_mbarrier_pending_count(st) == c + 1) {
-                    if (D == 0)
-                        __threadfence_block();
-                    else if (D != 5)
-                        abar_cuda_ptx_fence_acq_rel_cta();
-                    *(volatile unsigned *)&phase = ph + 1;
-                    if (D != 6)
-                        counter++;
-                    (void)abar_cuda_ptx_mbarrier_arrive1(addr);
-                }
-            }
-            abar_cuda_ptx_mbarrier_wait_parity_loop(addr, ph & 1);
-        } else {
-            unsigned c = 1;
-            bool arrive = true;
-            if (D == 4) {
-                unsigned mask = __activemask();
-                __syncwarp(mask);
-                c = __popc(mask);
-                arrive = lane == (unsigned)(__ffs(mask) - 1);
-            }
-            if (arrive) {
-                unsigned old = bench_atom_add_acq_rel(&cnt, c);
-                if (old + c == T) {
-                    cnt = 0;   /* no arrival of the next phase before the release below */
-                    *(volatile unsigned *)&phase = ph + 1;
-                    counter++;
-                    (void)abar_cuda_ptx_mbarrier_arrive1(raddr);
-                }
+        if (D == 2 || D == 4) {
+            unsigned old = bench_atom_add_acq_rel(&cnt, 0u - 1u);
+            unsigned ph = old >> 20;
+            if ((old & 0xFFFFFu) == 1) {
+                if (D == 2) counter++; else (*gp)++;
+                *(volatile unsigned *)&cnt = ((ph + 1) << 20) | T;
+                (void)abar_cuda_ptx_mbarrier_arrive1(raddr);
             }
             abar_cuda_ptx_mbarrier_wait_parity_loop(raddr, ph & 1);
+        } else if (D == 3) {
+            unsigned ph = *(volatile unsigned *)&phase;
+            unsigned old = bench_atom_add_acq_rel(&cnt, 1);
+            if (old + 1 == T) {
+                cnt = 0;   /* no arrival of the next phase before the release below */
+                *(volatile unsigned *)&phase = ph + 1;
+                counter++;
+                (void)abar_cuda_ptx_mbarrier_arrive1(raddr);
+            }
+            abar_cuda_ptx_mbarrier_wait_parity_loop(raddr, ph & 1);
+        } else {
+            unsigned ph = *(volatile unsigned *)&phase;
+            unsigned long long st = abar_cuda_ptx_mbarrier_arrive_nocomplete(addr, 1);
+            if (abar_cuda_ptx_mbarrier_pending_count(st) == 2) {
+                if (D == 0)
+                    __threadfence_block();
+                else if (D != 5)
+                    abar_cuda_ptx_fence_acq_rel_cta();
+                *(volatile unsigned *)&phase = ph + 1;
+                if (D != 6)
+                    counter++;
+                (void)abar_cuda_ptx_mbarrier_arrive1(addr);
+            }
+            abar_cuda_ptx_mbarrier_wait_parity_loop(addr, ph & 1);
         }
     }
     __syncthreads();
