@@ -532,14 +532,14 @@ __global__ void k_seed002(const float4 *in, float4 *out, size_t chunks, int len4
 #define BENCH_STAGES 4
 
 /* The abar ring, one-sided: warp 0 produces, warps 1.. consume.
- *   PIPE == 0, BULK == 0: the producer loads one slot's data (16-byte loads,
+ *   ASYNC == 0, BULK == 0: the producer loads one slot's data (16-byte loads,
  *     all in flight before the stores), acquires the slot, stores, commits.
- *   PIPE == D > 0: the producer keeps D 16-byte loads per lane in flight
- *     across slot boundaries: each store is followed by the load D units
- *     ahead, so the loads of the next slots are in flight while it waits for
- *     a free slot (a unit is one float4 per lane; a slot is len4 / 32 units).
+ *   ASYNC: the producer warp fills each slot with 16-byte cp.async copies
+ *     (sm_80) and commits with abar_cuda_ring_producer_commit_async: the
+ *     hardware arrives on the slot's full barrier when the copies land, and
+ *     the producer goes on to the next slot at once.
  *   BULK: lane 0 of warp 0 fills each slot with one bulk copy. */
-template <int BULK, int PIPE>
+template <int BULK, int ASYNC>
 __global__ void k_ring(const float4 *in, float4 *out, size_t chunks, int len4)
 {
     extern __shared__ float4 slots[];
@@ -561,33 +561,15 @@ __global__ void k_ring(const float4 *in, float4 *out, size_t chunks, int len4)
                     abar_cuda_ring_producer_commit_bulk(&ring, &s, slots + (size_t)k * len4, in + c * len4,
                                                         (unsigned)len4 * 16u);
                 }
-        } else if (PIPE > 0) {
-            const unsigned lane = threadIdx.x;
-            const int lg = __ffs(len4 / 32) - 1;           /* len4 / 32 is a power of two */
-            const size_t n = (size_t)len4 / 32, total = my * n;
-            float4 v[PIPE > 0 ? PIPE : 1];
-            float4 *b = slots;
-#define RING_SRC(u) (in + (blockIdx.x + ((u) >> lg) * (size_t)gridDim.x) * len4 + ((u) & (n - 1)) * 32 + lane)
-#pragma unroll
-            for (int q = 0; q < PIPE; q++)
-                if ((size_t)q < total) v[q] = *RING_SRC((size_t)q);
-            for (size_t g = 0; g < total; g += PIPE) {
-#pragma unroll
-                for (int q = 0; q < PIPE; q++) {
-                    size_t u = g + q;
-                    if (u < total) {
-                        size_t j = u & (n - 1);
-                        if (j == 0)
-                            b = slots + (size_t)abar_cuda_ring_producer_acquire(&ring, &s) * len4;
-                        b[j * 32 + lane] = v[q];
-                        if (j == n - 1)
-                            abar_cuda_ring_producer_commit(&ring, &s);
-                        if (u + PIPE < total)
-                            v[q] = *RING_SRC(u + PIPE);
-                    }
-                }
+        } else if (ASYNC) {
+            for (size_t i = 0; i < my; i++) {
+                size_t c = blockIdx.x + i * gridDim.x;
+                unsigned k = abar_cuda_ring_producer_acquire(&ring, &s);
+                float4 *b = slots + (size_t)k * len4;
+                for (int j = (int)threadIdx.x; j < len4; j += 32)
+                    abar_cuda_copy_async_16(b + j, in + c * len4 + j);
+                abar_cuda_ring_producer_commit_async(&ring, &s);
             }
-#undef RING_SRC
         } else {
             for (size_t i = 0; i < my; i++) {
                 size_t c = blockIdx.x + i * gridDim.x;
@@ -646,13 +628,13 @@ static void bench_ring(int sms, size_t n)
     printf("\n## 4. Producer/consumer copy of %zu MB (GB/s counting bytes read and written; "
            "%% of the plain copy kernel's best, %.0f GB/s)\n\n", n * 4 >> 20, plain);
     printf("| buffer (floats) | seed 002 cuda::barrier | seed 002 abar | abar ring (%d stages, warp producer, "
-           "one slot's loads in flight) | abar ring, warp producer, 8 loads/lane in flight across slots "
-           "| abar ring, warp producer, 16 loads/lane in flight | abar ring, bulk-copy producer |\n"
-           "|---:|---:|---:|---:|---:|---:|---:|\n", BENCH_STAGES);
+           "register loads, release arrive) | abar ring, warp producer, cp.async + commit_async (sm_80 path) "
+           "| abar ring, bulk-copy producer (sm_90) |\n"
+           "|---:|---:|---:|---:|---:|---:|\n", BENCH_STAGES);
     for (int len : {256, 1024, 2048, 4096}) {
         int len4 = len / 4;
         size_t chunks = n / len;
-        double r[6];
+        double r[5];
         {
             size_t sm = 2 * len * sizeof(float);
             int g = grid_for(k_seed002<0>, 256, sm, sms);
@@ -664,15 +646,13 @@ static void bench_ring(int sms, size_t n)
             size_t sm = (size_t)BENCH_STAGES * len * sizeof(float);
             int g = grid_for(k_ring<0, 0>, 256, sm, sms);
             r[2] = gbps(n, time_best([&] { k_ring<0, 0><<<g, 256, sm>>>((const float4 *)in, (float4 *)out, chunks, len4); }));
-            g = grid_for(k_ring<0, 8>, 256, sm, sms);
-            r[3] = gbps(n, time_best([&] { k_ring<0, 8><<<g, 256, sm>>>((const float4 *)in, (float4 *)out, chunks, len4); }));
-            g = grid_for(k_ring<0, 16>, 256, sm, sms);
-            r[4] = gbps(n, time_best([&] { k_ring<0, 16><<<g, 256, sm>>>((const float4 *)in, (float4 *)out, chunks, len4); }));
+            g = grid_for(k_ring<0, 1>, 256, sm, sms);
+            r[3] = gbps(n, time_best([&] { k_ring<0, 1><<<g, 256, sm>>>((const float4 *)in, (float4 *)out, chunks, len4); }));
             g = grid_for(k_ring<1, 0>, 256, sm, sms);
-            r[5] = gbps(n, time_best([&] { k_ring<1, 0><<<g, 256, sm>>>((const float4 *)in, (float4 *)out, chunks, len4); }));
+            r[4] = gbps(n, time_best([&] { k_ring<1, 0><<<g, 256, sm>>>((const float4 *)in, (float4 *)out, chunks, len4); }));
         }
         printf("| %d |", len);
-        for (int i = 0; i < 6; i++) printf(" %.0f (%.0f%%) |", r[i], 100.0 * r[i] / plain);
+        for (int i = 0; i < 5; i++) printf(" %.0f (%.0f%%) |", r[i], 100.0 * r[i] / plain);
         printf("\n");
         fflush(stdout);
     }
@@ -681,12 +661,12 @@ static void bench_ring(int sms, size_t n)
     std::vector<float> h(n);
     for (size_t i = 0; i < n; i++) h[i] = (float)(i % 65521);
     CK(cudaMemcpy(in, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-    const char *kind[4] = {"", " (bulk)", " (8 loads in flight)", " (16 loads in flight, 256 floats)"};
+    const char *kind[4] = {"", " (bulk)", " (cp.async)", " (cp.async, 256 floats)"};
     for (int bulk = 0; bulk < 4; bulk++) {
         size_t sm = (size_t)BENCH_STAGES * 1024 * sizeof(float);
         if (bulk == 1) k_ring<1, 0><<<sms * 2, 256, sm>>>((const float4 *)in, (float4 *)out, n / 1024, 256);
-        else if (bulk == 2) k_ring<0, 8><<<sms * 2, 256, sm>>>((const float4 *)in, (float4 *)out, n / 1024, 256);
-        else if (bulk == 3) k_ring<0, 16><<<sms * 2, 256, sm / 4>>>((const float4 *)in, (float4 *)out, n / 256, 64);
+        else if (bulk == 2) k_ring<0, 1><<<sms * 2, 256, sm>>>((const float4 *)in, (float4 *)out, n / 1024, 256);
+        else if (bulk == 3) k_ring<0, 1><<<sms * 2, 256, sm / 4>>>((const float4 *)in, (float4 *)out, n / 256, 64);
         else k_ring<0, 0><<<sms * 2, 256, sm>>>((const float4 *)in, (float4 *)out, n / 1024, 256);
         CK(util_sync(60));
         std::vector<float> o(n);

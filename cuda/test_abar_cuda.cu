@@ -513,18 +513,23 @@ __global__ void k_ring(const int *in, int *out, int chunks, int len, int stages,
     __shared__ abar_cuda_ring_t ring_s;
     unsigned tid = threadIdx.x, consumers = blockDim.x - 32;
     if (tid == 0)
-        abar_cuda_ring_init(&ring_s, full, empty, (unsigned)stages, bulk ? 1u : 32u, consumers);
+        abar_cuda_ring_init(&ring_s, full, empty, (unsigned)stages, bulk == 1 ? 1u : 32u, consumers);
     __syncthreads();
     abar_cuda_ring_t ring = ring_s;
     if (tid < 32) {
         abar_cuda_ring_state_t s = abar_cuda_ring_producer_start();
         for (int c = 0; c < chunks; c++) {
-            if (bulk) {
+            if (bulk == 1) {
                 if (tid == 0) {
                     unsigned i = abar_cuda_ring_producer_acquire(&ring, &s);
                     abar_cuda_ring_producer_commit_bulk(&ring, &s, buf + i * len, in + (size_t)c * len,
                                                         (unsigned)len * sizeof(int));
                 }
+            } else if (bulk == 2) {   /* cp.async, 4 ints per copy */
+                unsigned i = abar_cuda_ring_producer_acquire(&ring, &s);
+                for (int k = 4 * (int)tid; k < len; k += 4 * 32)
+                    abar_cuda_copy_async_16(buf + i * len + k, in + (size_t)c * len + k);
+                abar_cuda_ring_producer_commit_async(&ring, &s);
             } else {
                 unsigned i = abar_cuda_ring_producer_acquire(&ring, &s);
                 for (int k = (int)tid; k < len; k += 32)
@@ -546,7 +551,8 @@ __global__ void k_ring(const int *in, int *out, int chunks, int len, int stages,
 static void t_ring(int stages, int len, int bulk)
 {
     char name[96];
-    snprintf(name, sizeof name, "ring%s_stages%d_len%d", bulk ? "_bulk" : "", stages, len);
+    const char *kind[3] = {"", "_bulk", "_cp_async"};
+    snprintf(name, sizeof name, "ring%s_stages%d_len%d", kind[bulk], stages, len);
     int chunks = 3000;
     size_t n = (size_t)chunks * len;
     std::vector<int> h(n);
@@ -889,7 +895,7 @@ int main(int argc, char **argv)
     t_cbar_drop(1);
     for (int stages : {1, 2, 4})
         for (int len : {256, 1024})
-            for (int bulk = 0; bulk < 2; bulk++)
+            for (int bulk = 0; bulk < 3; bulk++)
                 t_ring(stages, len, bulk);
     t_tx();
     for (unsigned c : {2u, 4u, 8u})

@@ -271,6 +271,21 @@ ABAR_CUDA__INL void abar_cuda_ptx_fence_acq_rel_cta(void)
     asm volatile("fence.acq_rel.cta;" ::: "memory");
 }
 
+/* cp.async.cg.shared.global (sm_80): copies 16 bytes global -> shared
+ * without a register (both 16-byte aligned); the thread does not wait. */
+ABAR_CUDA__INL void abar_cuda_ptx_cp_async_16(unsigned dst, const void *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
+}
+
+/* cp.async.mbarrier.arrive.noinc (sm_80): one arrival on the barrier, made
+ * by the hardware once every cp.async this thread issued before has landed
+ * (.noinc: it counts as one of the expected arrivals). */
+ABAR_CUDA__INL void abar_cuda_ptx_cp_async_mbarrier_arrive_noinc(unsigned addr)
+{
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared.b64 [%0];" :: "r"(addr) : "memory");
+}
+
 /* mbarrier.test_wait: never blocks; true once the phase of `state` is done.
  * The state must name the current or the immediately preceding phase. */
 ABAR_CUDA__INL int abar_cuda_ptx_mbarrier_test_wait(unsigned addr, unsigned long long state)
@@ -720,6 +735,18 @@ ABAR_CUDA__INL int abar_cuda_try_wait(abar_cuda_bar_t *b, abar_cuda_token_t t, u
 ABAR_CUDA__INL void abar_cuda_arrive_and_wait(abar_cuda_bar_t *b)
 {
     abar_cuda_wait(b, abar_cuda_arrive(b));
+}
+
+/* Starts a 16-byte copy global -> shared (sm_80 cp.async; both addresses
+ * 16-byte aligned) that the calling thread does not wait for: complete it
+ * with abar_cuda_ring_producer_commit_async (or cp.async.wait_group). */
+ABAR_CUDA__INL void abar_cuda_copy_async_16(void *dst_shared, const void *src_global)
+{
+#ifdef ABAR_CHECKED
+    if (((uintptr_t)dst_shared | (uintptr_t)src_global) & 15)
+        abar_cuda__fail("async copy addresses must be 16-byte aligned", dst_shared, 0);
+#endif
+    abar_cuda_ptx_cp_async_16(abar_cuda__smem(dst_shared), src_global);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1219,6 +1246,23 @@ ABAR_CUDA__INL unsigned abar_cuda_ring_producer_acquire(const abar_cuda_ring_t *
 ABAR_CUDA__INL void abar_cuda_ring_producer_commit(const abar_cuda_ring_t *r, abar_cuda_ring_state_t *s)
 {
     (void)abar_cuda_arrive(&r->full[s->index]);
+    abar_cuda__ring_advance(r, s);
+}
+
+/* Asynchronous-copy producer (sm_80; each producer thread, full expecting
+ * one arrival per producer thread): after the thread's
+ * abar_cuda_copy_async_16 calls into the acquired slot, its arrival on the
+ * slot's full barrier is made by the hardware when those copies land; the
+ * thread goes on at once (no wait for its loads: a release arrival after
+ * register loads would wait for every load still in flight).  Moves to the
+ * next slot. */
+ABAR_CUDA__INL void abar_cuda_ring_producer_commit_async(const abar_cuda_ring_t *r, abar_cuda_ring_state_t *s)
+{
+    abar_cuda_bar_t *b = &r->full[s->index];
+#ifdef ABAR_CHECKED
+    (void)abar_cuda__shadow_arrive(b, 1, 0);
+#endif
+    abar_cuda_ptx_cp_async_mbarrier_arrive_noinc(abar_cuda__smem(&b->mbar));
     abar_cuda__ring_advance(r, s);
 }
 
