@@ -98,6 +98,7 @@ typedef void abar_cuda_completion_fn(void *arg);
  * hardware). */
 typedef struct abar_cuda_cbar {
     unsigned long long mbar;        /* private: count 1, completed once per phase */
+    unsigned long long arr;         /* private: (algorithm 2) the participants' arrivals */
     abar_cuda_completion_fn *fn;    /* private */
     void *arg;                      /* private */
     unsigned word;                  /* private: phase:12 | arrivals pending:20 */
@@ -149,7 +150,9 @@ static __device__ char *abar_cuda_checked_msg;
 #endif
 
 /* Traps with a message naming the broken rule. */
-ABAR_CUDA__INL void abar_cuda__fail(const char *rule, const void *bar, unsigned phase)
+/* Not inlined: a call on the failure path keeps the printf's argument setup
+ * out of the hot code around it. */
+static inline __device__ __noinline__ void abar_cuda__fail(const char *rule, const void *bar, unsigned phase)
 {
 #ifdef ABAR_CHECKED
     char *m = abar_cuda_checked_msg;
@@ -776,6 +779,9 @@ ABAR_CUDA__INL int abar_cuda_cbar_init(abar_cuda_cbar_t *b, unsigned expected,
     if (expected == 0 || expected > ABAR_CUDA_EXPECTED_MAX)
         return ABAR_CUDA_EINVAL;
     abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&b->mbar), 1);
+#if ABAR_CUDA__CBAR_ALGO == 2
+    abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&b->arr), expected);
+#endif
     b->fn = fn;
     b->arg = arg;
     b->word = expected;             /* phase 0, all pending */
@@ -792,16 +798,42 @@ ABAR_CUDA__INL int abar_cuda_cbar_init(abar_cuda_cbar_t *b, unsigned expected,
  * phase can come before the release below), and completes the mbarrier's
  * phase with a release arrival that every waiter's wait acquires: what fn
  * wrote is visible to every released thread (seed 001). */
-ABAR_CUDA__INL abar_cuda_token_t abar_cuda__cbar_arrive(abar_cuda_cbar_t *b, unsigned n,
+#ifndef ABAR_CUDA__CBAR_ALGO
+#define ABAR_CUDA__CBAR_ALGO 1
+#endif
+
+/* atom.relaxed.cta.shared.add. */
+ABAR_CUDA__INL unsigned abar_cuda_ptx_atom_add_relaxed_cta(unsigned addr, unsigned v)
+{
+    unsigned old;
+    asm volatile("atom.relaxed.cta.shared.add.u32 %0, [%1], %2;" : "=r"(old) : "r"(addr), "r"(v) : "memory");
+    return old;
+}
+
+ABAR_CUDA__INL abar_cuda_token_t abar_cuda__cbar_arrive(abar_cuda_cbar_t *b, unsigned n, int drop,
                                                         abar_cuda_completion_fn *fn, void *arg)
 {
 #ifdef ABAR_CHECKED
     if (n == 0 || n > ABAR_CUDA_EXPECTED_MAX)
         abar_cuda__fail("arrival count must be 1 .. 2^20-1", b, 0);
 #endif
+    unsigned ph = ABAR_CUDA__CB_PHASE(*(volatile unsigned *)&b->word);
+    if (drop)
+        atomicSub(&b->next_expected, 1u);   /* released by the arrival below */
+#if ABAR_CUDA__CBAR_ALGO == 2
+    if (drop)
+        (void)abar_cuda_ptx_mbarrier_arrive_drop(abar_cuda__smem(&b->arr));
+    else
+        (void)abar_cuda_ptx_mbarrier_arrive(abar_cuda__smem(&b->arr), n);
+    unsigned old = abar_cuda_ptx_atom_add_relaxed_cta(abar_cuda__smem(&b->word), 0u - n);
+#else
     unsigned old = abar_cuda_ptx_atom_add_acq_rel_cta(abar_cuda__smem(&b->word), 0u - n);
-    unsigned ph = ABAR_CUDA__CB_PHASE(old), pending = ABAR_CUDA__CB_PENDING(old);
+#endif
+    unsigned pending = ABAR_CUDA__CB_PENDING(old);
     if (pending == n) {
+#if ABAR_CUDA__CBAR_ALGO == 2
+        abar_cuda_ptx_mbarrier_wait_parity_loop(abar_cuda__smem(&b->arr), ph & 1);
+#endif
         unsigned next = *(volatile unsigned *)&b->next_expected;   /* read while fn runs */
         if (fn)
             fn(arg);
@@ -818,12 +850,12 @@ ABAR_CUDA__INL abar_cuda_token_t abar_cuda__cbar_arrive(abar_cuda_cbar_t *b, uns
  * indirect call: measured ~140 ns of the phase on an H100). */
 ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cbar_arrive_n(abar_cuda_cbar_t *b, unsigned n)
 {
-    return abar_cuda__cbar_arrive(b, n, b->fn, b->arg);
+    return abar_cuda__cbar_arrive(b, n, 0, b->fn, b->arg);
 }
 
 ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cbar_arrive(abar_cuda_cbar_t *b)
 {
-    return abar_cuda__cbar_arrive(b, 1, b->fn, b->arg);
+    return abar_cuda__cbar_arrive(b, 1, 0, b->fn, b->arg);
 }
 
 /* One arrival whose completion, if this arrival is the last, is fn(arg)
@@ -833,15 +865,14 @@ ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cbar_arrive(abar_cuda_cbar_t *b)
 ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cbar_arrive_with(abar_cuda_cbar_t *b,
                                                             abar_cuda_completion_fn *fn, void *arg)
 {
-    return abar_cuda__cbar_arrive(b, 1, fn, arg);
+    return abar_cuda__cbar_arrive(b, 1, 0, fn, arg);
 }
 
 /* Arrives, and expects one fewer arrival from the next phase on. */
 ABAR_CUDA__INL void abar_cuda__cbar_arrive_and_drop(abar_cuda_cbar_t *b, abar_cuda_completion_fn *fn,
                                                    void *arg)
 {
-    atomicSub(&b->next_expected, 1u);   /* released by the arrival below */
-    (void)abar_cuda__cbar_arrive(b, 1, fn, arg);
+    (void)abar_cuda__cbar_arrive(b, 1, 1, fn, arg);
 }
 
 ABAR_CUDA__INL void abar_cuda_cbar_arrive_and_drop(abar_cuda_cbar_t *b)
@@ -915,9 +946,9 @@ ABAR_CUDA__INL void abar_cuda_cbar_arrive_and_wait_with(abar_cuda_cbar_t *b, aba
     ABAR_CUDA__INL_DECL int name##_init(name##_t *b, unsigned expected, void *arg)                  \
     { return abar_cuda_cbar_init(&b->cb, expected, fn, arg); }                                 \
     ABAR_CUDA__INL_DECL abar_cuda_token_t name##_arrive_n(name##_t *b, unsigned n)                  \
-    { return abar_cuda__cbar_arrive(&b->cb, n, fn, b->cb.arg); }                               \
+    { return abar_cuda__cbar_arrive(&b->cb, n, 0, fn, b->cb.arg); }                               \
     ABAR_CUDA__INL_DECL abar_cuda_token_t name##_arrive(name##_t *b)                                \
-    { return abar_cuda__cbar_arrive(&b->cb, 1, fn, b->cb.arg); }                               \
+    { return abar_cuda__cbar_arrive(&b->cb, 1, 0, fn, b->cb.arg); }                               \
     ABAR_CUDA__INL_DECL void name##_arrive_and_drop(name##_t *b)                                    \
     { abar_cuda__cbar_arrive_and_drop(&b->cb, fn, b->cb.arg); }                                \
     ABAR_CUDA__INL_DECL void name##_wait(name##_t *b, abar_cuda_token_t t)                          \
