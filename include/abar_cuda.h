@@ -90,19 +90,18 @@ typedef struct abar_cuda_token {
 
 typedef void abar_cuda_completion_fn(void *arg);
 
-/* A block-scope barrier with a completion function (seed 001).  Arrivals
- * count down a word in shared memory with one atom.acq_rel each; the thread
- * whose atom takes the count to zero is the last arriver: it runs the
- * completion, resets the word for the next phase, and completes the phase of
- * a count-1 mbarrier that the waiters wait on (parity waits, suspended in
- * hardware). */
+/* A block-scope barrier with a completion function (seed 001), still on
+ * the hardware mbarrier (libcu++ falls back to a software barrier): the
+ * participants arrive with .noComplete on an mbarrier expecting one arrival
+ * more; the last arriver is found from the pending count its own arrival
+ * returns, runs the completion, and completes the phase with the reserved
+ * arrival. */
 typedef struct abar_cuda_cbar {
-    unsigned long long mbar;        /* private: count 1, completed once per phase */
-    unsigned long long arr;         /* private: (algorithm 2) the participants' arrivals */
+    unsigned long long mbar;        /* private: expects the participants + 1 */
     abar_cuda_completion_fn *fn;    /* private */
     void *arg;                      /* private */
-    unsigned word;                  /* private: phase:12 | arrivals pending:20 */
-    unsigned next_expected;         /* private: expected count after pending drops */
+    unsigned phase;                 /* private: completed phases */
+    unsigned pad_;
 } abar_cuda_cbar_t;
 
 /* A cluster-wide split barrier on mbarriers (sm_90): each block's threads
@@ -756,106 +755,76 @@ ABAR_CUDA__INL void abar_cuda_copy_async_16(void *dst_shared, const void *src_gl
 /* Block barrier with a completion function                                 */
 /* ------------------------------------------------------------------------ */
 
-/* The completion barrier's word: phase (12 bits, mod 4096) over the count of
- * arrivals still pending in this phase (20 bits). */
-#define ABAR_CUDA__CB_PHASE(w)    ((w) >> 20)
-#define ABAR_CUDA__CB_PENDING(w)  ((w) & 0xFFFFFu)
-
-/* atom.acq_rel.cta.shared.add: the arrival's release (what this thread wrote
- * before it is visible to whoever acquires a later value) and, for the last
- * arriver, the acquire of every earlier arrival, in one instruction. */
-ABAR_CUDA__INL unsigned abar_cuda_ptx_atom_add_acq_rel_cta(unsigned addr, unsigned v)
-{
-    unsigned old;
-    asm volatile("atom.acq_rel.cta.shared.add.u32 %0, [%1], %2;" : "=r"(old) : "r"(addr), "r"(v) : "memory");
-    return old;
-}
-
-/* One thread; then __syncthreads.  fn may be NULL.  Returns 0, or EINVAL
- * when expected is 0 or above 2^20-1 (nothing changed). */
+/* One thread; then __syncthreads.  fn may be NULL.  The mbarrier expects
+ * expected + 1 arrivals: the participants arrive with .noComplete, so none of
+ * them can complete the phase; the one whose arrival leaves only the reserved
+ * arrival pending is the last, runs fn, and completes the phase with it. */
 ABAR_CUDA__INL int abar_cuda_cbar_init(abar_cuda_cbar_t *b, unsigned expected,
                                        abar_cuda_completion_fn *fn, void *arg)
 {
-    if (expected == 0 || expected > ABAR_CUDA_EXPECTED_MAX)
+    if (expected == 0 || expected >= ABAR_CUDA_EXPECTED_MAX)
         return ABAR_CUDA_EINVAL;
-    abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&b->mbar), 1);
-#if ABAR_CUDA__CBAR_ALGO == 2
-    abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&b->arr), expected);
-#endif
+    abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&b->mbar), expected + 1);
     b->fn = fn;
     b->arg = arg;
-    b->word = expected;             /* phase 0, all pending */
-    b->next_expected = expected;
+    b->phase = 0;
     abar_cuda_ptx_fence_mbarrier_init();
     return 0;
 }
 
-/* n arrivals (1 .. 2^20-1) count the word down.  The atom returns
- * the word before it: its phase is the token's; the thread that found exactly
- * n pending is the last arriver.  It acquired every earlier arrival's writes
- * (their atoms released them, its atom acquires), runs fn, writes the next
- * phase's word (phase + 1, next_expected pending: no arrival of the next
- * phase can come before the release below), and completes the mbarrier's
+/* After a noComplete arrival of n in phase ph: the last arriver (pending was
+ * n + 1) acquires every earlier arrival's writes (their arrivals are
+ * releases; fence.acq_rel.cta after reading the count makes it an acquire:
+ * not membar.cta, the sequentially consistent fence __threadfence_block
+ * emits, which the completion does not need), runs fn, and completes the
  * phase with a release arrival that every waiter's wait acquires: what fn
- * wrote is visible to every released thread (seed 001). */
-#ifndef ABAR_CUDA__CBAR_ALGO
-#define ABAR_CUDA__CBAR_ALGO 1
-#endif
-
-/* atom.relaxed.cta.shared.add. */
-ABAR_CUDA__INL unsigned abar_cuda_ptx_atom_add_relaxed_cta(unsigned addr, unsigned v)
+ * wrote is visible to every released thread (seed 001).  The next phase
+ * number is ph + 1 from the token: no second read of b->phase. */
+ABAR_CUDA__INL void abar_cuda__cbar_after(abar_cuda_cbar_t *b, unsigned long long st, unsigned n,
+                                          unsigned ph, abar_cuda_completion_fn *fn, void *arg)
 {
-    unsigned old;
-    asm volatile("atom.relaxed.cta.shared.add.u32 %0, [%1], %2;" : "=r"(old) : "r"(addr), "r"(v) : "memory");
-    return old;
+    unsigned pending = abar_cuda_ptx_mbarrier_pending_count(st);
+    if (pending == n + 1) {
+        abar_cuda_ptx_fence_acq_rel_cta();
+        *(volatile unsigned *)&b->phase = ph + 1;   /* released by the arrival below */
+        if (fn)
+            fn(arg);
+        (void)abar_cuda_ptx_mbarrier_arrive1(abar_cuda__smem(&b->mbar));
+    } else if (pending < n + 1) {
+        abar_cuda__fail("more arrivals in a phase than expected "
+                        "(an arrive when the countdown is already zero)", b, ph);
+    }
 }
 
-ABAR_CUDA__INL abar_cuda_token_t abar_cuda__cbar_arrive(abar_cuda_cbar_t *b, unsigned n, int drop,
+/* The token is the phase number, read before arriving (it cannot change
+ * until this arrival is counted; the completer's increment was released by
+ * the arrival that completed the previous phase, which this thread's wait
+ * acquired).  Waits are parity waits: try_wait on the state a noComplete
+ * arrival returns wakes later than a parity wait (docs/cuda.md). */
+ABAR_CUDA__INL abar_cuda_token_t abar_cuda__cbar_arrive(abar_cuda_cbar_t *b, unsigned n,
                                                         abar_cuda_completion_fn *fn, void *arg)
 {
 #ifdef ABAR_CHECKED
     if (n == 0 || n > ABAR_CUDA_EXPECTED_MAX)
         abar_cuda__fail("arrival count must be 1 .. 2^20-1", b, 0);
 #endif
-    unsigned ph = ABAR_CUDA__CB_PHASE(*(volatile unsigned *)&b->word);
-    if (drop)
-        atomicSub(&b->next_expected, 1u);   /* released by the arrival below */
-#if ABAR_CUDA__CBAR_ALGO == 2
-    if (drop)
-        (void)abar_cuda_ptx_mbarrier_arrive_drop(abar_cuda__smem(&b->arr));
-    else
-        (void)abar_cuda_ptx_mbarrier_arrive(abar_cuda__smem(&b->arr), n);
-    unsigned old = abar_cuda_ptx_atom_add_relaxed_cta(abar_cuda__smem(&b->word), 0u - n);
-#else
-    unsigned old = abar_cuda_ptx_atom_add_acq_rel_cta(abar_cuda__smem(&b->word), 0u - n);
-#endif
-    unsigned pending = ABAR_CUDA__CB_PENDING(old);
-    if (pending == n) {
-#if ABAR_CUDA__CBAR_ALGO == 2
-        abar_cuda_ptx_mbarrier_wait_parity_loop(abar_cuda__smem(&b->arr), ph & 1);
-#endif
-        unsigned next = *(volatile unsigned *)&b->next_expected;   /* read while fn runs */
-        if (fn)
-            fn(arg);
-        *(volatile unsigned *)&b->word = ((ph + 1) << 20) | next;
-        (void)abar_cuda_ptx_mbarrier_arrive1(abar_cuda__smem(&b->mbar));
-    } else if (pending < n) {
-        abar_cuda__fail("more arrivals in a phase than expected "
-                        "(an arrive when the countdown is already zero)", b, ph);
-    }
+    unsigned ph = *(volatile unsigned *)&b->phase;
+    unsigned long long st = abar_cuda_ptx_mbarrier_arrive_nocomplete(abar_cuda__smem(&b->mbar), n);
+    abar_cuda__cbar_after(b, st, n, ph, fn, arg);
     return abar_cuda__token(ph, b, ph);
 }
 
-/* n arrivals; the last arriver runs the completion given at init (an
- * indirect call: measured ~140 ns of the phase on an H100). */
+/* n arrivals; the last arriver runs the completion given at init, through
+ * a pointer (an indirect call: on an H100 it costs more than the whole
+ * barrier; ABAR_CUDA_CBAR_DEFINE gives the same form with a direct call). */
 ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cbar_arrive_n(abar_cuda_cbar_t *b, unsigned n)
 {
-    return abar_cuda__cbar_arrive(b, n, 0, b->fn, b->arg);
+    return abar_cuda__cbar_arrive(b, n, b->fn, b->arg);
 }
 
 ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cbar_arrive(abar_cuda_cbar_t *b)
 {
-    return abar_cuda__cbar_arrive(b, 1, 0, b->fn, b->arg);
+    return abar_cuda__cbar_arrive(b, 1, b->fn, b->arg);
 }
 
 /* One arrival whose completion, if this arrival is the last, is fn(arg)
@@ -865,14 +834,16 @@ ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cbar_arrive(abar_cuda_cbar_t *b)
 ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cbar_arrive_with(abar_cuda_cbar_t *b,
                                                             abar_cuda_completion_fn *fn, void *arg)
 {
-    return abar_cuda__cbar_arrive(b, 1, 0, fn, arg);
+    return abar_cuda__cbar_arrive(b, 1, fn, arg);
 }
 
 /* Arrives, and expects one fewer arrival from the next phase on. */
 ABAR_CUDA__INL void abar_cuda__cbar_arrive_and_drop(abar_cuda_cbar_t *b, abar_cuda_completion_fn *fn,
                                                    void *arg)
 {
-    (void)abar_cuda__cbar_arrive(b, 1, 1, fn, arg);
+    unsigned ph = *(volatile unsigned *)&b->phase;
+    unsigned long long st = abar_cuda_ptx_mbarrier_arrive_drop_nocomplete(abar_cuda__smem(&b->mbar));
+    abar_cuda__cbar_after(b, st, 1, ph, fn, arg);
 }
 
 ABAR_CUDA__INL void abar_cuda_cbar_arrive_and_drop(abar_cuda_cbar_t *b)
@@ -885,8 +856,7 @@ ABAR_CUDA__INL void abar_cuda__cbar_check_token(abar_cuda_cbar_t *b, abar_cuda_t
 #ifdef ABAR_CHECKED
     if (t.bar != (const void *)b)
         abar_cuda__fail("token of another barrier", b, t.phase);
-    unsigned cur = ABAR_CUDA__CB_PHASE(*(volatile unsigned *)&b->word);
-    if (((cur - t.phase) & 0xFFFu) >= 2)
+    if (*(volatile unsigned *)&b->phase - t.phase >= 2)
         abar_cuda__fail("wait with a token two or more phases old "
                         "(only the current or the preceding phase may be named)", b, t.phase);
 #else
@@ -946,9 +916,9 @@ ABAR_CUDA__INL void abar_cuda_cbar_arrive_and_wait_with(abar_cuda_cbar_t *b, aba
     ABAR_CUDA__INL_DECL int name##_init(name##_t *b, unsigned expected, void *arg)                  \
     { return abar_cuda_cbar_init(&b->cb, expected, fn, arg); }                                 \
     ABAR_CUDA__INL_DECL abar_cuda_token_t name##_arrive_n(name##_t *b, unsigned n)                  \
-    { return abar_cuda__cbar_arrive(&b->cb, n, 0, fn, b->cb.arg); }                               \
+    { return abar_cuda__cbar_arrive(&b->cb, n, fn, b->cb.arg); }                               \
     ABAR_CUDA__INL_DECL abar_cuda_token_t name##_arrive(name##_t *b)                                \
-    { return abar_cuda__cbar_arrive(&b->cb, 1, 0, fn, b->cb.arg); }                               \
+    { return abar_cuda__cbar_arrive(&b->cb, 1, fn, b->cb.arg); }                               \
     ABAR_CUDA__INL_DECL void name##_arrive_and_drop(name##_t *b)                                    \
     { abar_cuda__cbar_arrive_and_drop(&b->cb, fn, b->cb.arg); }                                \
     ABAR_CUDA__INL_DECL void name##_wait(name##_t *b, abar_cuda_token_t t)                          \
