@@ -13,7 +13,7 @@
  * directly: the fast form of the seed).
  */
 #include <abar_cuda.h>
-#include "../util.cuh"
+#include "util.cuh"
 #include <vector>
 
 #define BLOCK_SIZE 128
