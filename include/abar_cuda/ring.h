@@ -69,6 +69,18 @@ ABAR_CUDA__INL void abar_cuda_ring_producer_commit(const abar_cuda_ring_t *r, ab
     abar_cuda__ring_advance(r, s);
 }
 
+/* Starts a 16-byte copy global -> shared (sm_80 cp.async; both addresses
+ * 16-byte aligned) that the calling thread does not wait for: complete it
+ * with abar_cuda_ring_producer_commit_async (or cp.async.wait_group). */
+ABAR_CUDA__INL void abar_cuda_copy_async_16(void *dst_shared, const void *src_global)
+{
+#ifdef ABAR_CHECKED
+    if (((uintptr_t)dst_shared | (uintptr_t)src_global) & 15)
+        abar_cuda__fail("async copy addresses must be 16-byte aligned", dst_shared, 0);
+#endif
+    abar_cuda_ptx_cp_async_16(abar_cuda__smem(dst_shared), src_global);
+}
+
 /* Asynchronous-copy producer (sm_80; each producer thread, full expecting
  * one arrival per producer thread): after the thread's
  * abar_cuda_copy_async_16 calls into the acquired slot, its arrival on the
