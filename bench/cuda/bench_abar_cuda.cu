@@ -175,67 +175,165 @@ struct count_completion {
 
 __device__ void abar_count_completion(void *arg) { (*(int *)arg)++; }
 
+/* Seed 001's form with the completion fixed at declaration: direct call. */
+ABAR_CUDA_CBAR_DEFINE(count_bar, abar_count_completion);
+
+enum { C_LIBCU, C_ABAR_PTR, C_ABAR_TYPED, C_ABAR_SPLIT, C_ABAR_WITH, C_ABAR_PLAIN, C_N };
+static const char *cname[C_N] = {
+    "cuda::barrier<block, F> arrive_and_wait",
+    "abar cbar, completion at init: abar_cuda_cbar_init + arrive_and_wait (call through a pointer)",
+    "**abar cbar, completion at init: ABAR_CUDA_CBAR_DEFINE + arrive_and_wait (direct call)**",
+    "abar cbar, completion at init (typed): wait(arrive())",
+    "**abar cbar, completion at the call: arrive_and_wait_with**",
+    "plain abar_cuda_bar arrive_and_wait (no completion)",
+};
+
 template <int M>
 __global__ void k_completion(int iters, int *sink)
 {
     using cbarrier = cuda::barrier<cuda::thread_scope_block, count_completion>;
     __shared__ __align__(16) unsigned char lb_storage[sizeof(cbarrier)];
     __shared__ abar_cuda_cbar_t ab;
+    __shared__ count_bar_t tb;
+    __shared__ abar_cuda_bar_t pb;
     __shared__ int counter;
     cbarrier *lb = (cbarrier *)lb_storage;
     if (threadIdx.x == 0) {
         counter = 0;
-        if (M == 0)
+        if (M == C_LIBCU)
             init(lb, blockDim.x, count_completion{&counter});
+        else if (M == C_ABAR_TYPED || M == C_ABAR_SPLIT)
+            count_bar_init(&tb, blockDim.x, &counter);
+        else if (M == C_ABAR_PLAIN)
+            abar_cuda_init(&pb, blockDim.x);
         else
             abar_cuda_cbar_init(&ab, blockDim.x, abar_count_completion, &counter);
     }
     __syncthreads();
     for (int i = 0; i < iters; i++) {
-        if (M == 0)
+        if (M == C_LIBCU)
             lb->arrive_and_wait();
-        else if (M == 1)
+        else if (M == C_ABAR_PTR)
             abar_cuda_cbar_arrive_and_wait(&ab);
-        else if (M == 2)
-            abar_cuda_cbar_wait(&ab, abar_cuda_cbar_arrive(&ab));
-        else if (M == 4)
+        else if (M == C_ABAR_TYPED)
+            count_bar_arrive_and_wait(&tb);
+        else if (M == C_ABAR_SPLIT)
+            count_bar_wait(&tb, count_bar_arrive(&tb));
+        else if (M == C_ABAR_WITH)
             abar_cuda_cbar_arrive_and_wait_with(&ab, abar_count_completion, &counter);
-        else {
-            /* the same algorithm with the completion inlined (no call) */
-            unsigned addr = abar_cuda__smem(&ab.mbar);
-            unsigned ph = *(volatile unsigned *)&ab.phase;
+        else
+            abar_cuda_arrive_and_wait(&pb);
+    }
+    __syncthreads();
+    if (M != C_ABAR_PLAIN && threadIdx.x == 0 && counter != iters)
+        *sink = counter + 1;   /* recorded: checked by the host */
+}
+
+/* Designs of the completion barrier, each written out with the completion
+ * (counter++) inlined, to see where the time over the plain barrier goes:
+ *   0 per-thread mbarrier.arrive.noComplete, last arriver by pending count,
+ *     membar.cta (__threadfence_block), completion, release arrival
+ *   1 the same with fence.acq_rel.cta (what abar_cuda_cbar does)
+ *   2 one atom.acq_rel.cta.add counts down a word phase:12 | pending:20, the
+ *     thread that takes it to zero completes and releases on a count-1
+ *     mbarrier; the token's phase comes from the atom
+ *   3 per-thread atom.acq_rel.cta.add on a counter, the phase in a second
+ *     word (read before arriving), release on a count-1 mbarrier
+ *   4 design 2 with the completion through a generic pointer, as a
+ *     completion function receives it (counter++ on an int *)
+ *   5 design 1 without the fence (unsafe: shows the fence's cost)
+ *   6 design 1 without the completion's work (shows counter++'s cost) */
+#define D_N 7
+static const char *dname[D_N] = {
+    "mbarrier noComplete per thread + pending count, membar.cta",
+    "mbarrier noComplete per thread + pending count, fence.acq_rel.cta (abar)",
+    "countdown word phase|pending, one atom.acq_rel + count-1 mbarrier",
+    "atomic counter + phase word + count-1 mbarrier",
+    "design 2, completion through a generic int *", "design 1 without the fence (unsafe)",
+    "design 1 without counter++",
+};
+
+__device__ __forceinline__ unsigned bench_atom_add_acq_rel(unsigned *p, unsigned v)
+{
+    unsigned old;
+    asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], %2;"
+                 : "=r"(old) : "r"(abar_cuda__smem(p)), "r"(v) : "memory");
+    return old;
+}
+
+template <int D>
+__global__ void k_cdesign(int iters, int *sink)
+{
+    __shared__ unsigned long long mb, rel;
+    __shared__ unsigned phase, cnt;
+    __shared__ int counter;
+    const unsigned T = blockDim.x;
+    if (threadIdx.x == 0) {
+        counter = 0;
+        phase = 0;
+        cnt = (D == 2 || D == 4) ? T : 0;
+        abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&mb), T + 1);
+        abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&rel), 1);
+    }
+    __syncthreads();
+    const unsigned addr = abar_cuda__smem(&mb), raddr = abar_cuda__smem(&rel);
+    int *volatile cp = &counter;   /* design 4: the compiler cannot see it is shared */
+    int *gp = cp;
+    for (int i = 0; i < iters; i++) {
+        if (D == 2 || D == 4) {
+            unsigned old = bench_atom_add_acq_rel(&cnt, 0u - 1u);
+            unsigned ph = old >> 20;
+            if ((old & 0xFFFFFu) == 1) {
+                if (D == 2) counter++; else (*gp)++;
+                *(volatile unsigned *)&cnt = ((ph + 1) << 20) | T;
+                (void)abar_cuda_ptx_mbarrier_arrive1(raddr);
+            }
+            abar_cuda_ptx_mbarrier_wait_parity_loop(raddr, ph & 1);
+        } else if (D == 3) {
+            unsigned ph = *(volatile unsigned *)&phase;
+            unsigned old = bench_atom_add_acq_rel(&cnt, 1);
+            if (old + 1 == T) {
+                cnt = 0;   /* no arrival of the next phase before the release below */
+                *(volatile unsigned *)&phase = ph + 1;
+                counter++;
+                (void)abar_cuda_ptx_mbarrier_arrive1(raddr);
+            }
+            abar_cuda_ptx_mbarrier_wait_parity_loop(raddr, ph & 1);
+        } else {
+            unsigned ph = *(volatile unsigned *)&phase;
             unsigned long long st = abar_cuda_ptx_mbarrier_arrive_nocomplete(addr, 1);
             if (abar_cuda_ptx_mbarrier_pending_count(st) == 2) {
-                __threadfence_block();
-                *(volatile unsigned *)&ab.phase = ph + 1;
-                counter++;
+                if (D == 0)
+                    __threadfence_block();
+                else if (D != 5)
+                    abar_cuda_ptx_fence_acq_rel_cta();
+                *(volatile unsigned *)&phase = ph + 1;
+                if (D != 6)
+                    counter++;
                 (void)abar_cuda_ptx_mbarrier_arrive1(addr);
             }
             abar_cuda_ptx_mbarrier_wait_parity_loop(addr, ph & 1);
         }
     }
     __syncthreads();
-    if (threadIdx.x == 0 && counter != iters)
-        *sink = counter + 1;   /* recorded: checked by the host */
+    if (D != 6 && threadIdx.x == 0 && counter != iters)
+        *sink = counter + 1;
 }
 
 static void bench_completion(void)
 {
     printf("\n## 2. One block with a completion function (a counter increment): ns per phase\n\n");
-    const char *names[5] = {"cuda::barrier<block, F> arrive_and_wait", "abar cbar arrive_and_wait",
-                            "abar cbar wait(arrive())", "abar's algorithm, completion inlined (no call)",
-                            "abar cbar arrive_and_wait_with (completion named at the call)"};
-    void (*ks[5])(int, int *) = {k_completion<0>, k_completion<1>, k_completion<2>, k_completion<3>,
-                                 k_completion<4>};
+    void (*ks[C_N])(int, int *) = {k_completion<0>, k_completion<1>, k_completion<2>, k_completion<3>,
+                                   k_completion<4>, k_completion<5>};
     printf("| method |");
     for (int t : threads_list) printf(" %d |", t);
     printf("\n|---|");
     for (int i = 0; i < NT; i++) printf("---:|");
     printf("\n");
-    double res[5][NT];
+    double res[C_N][NT];
     CK(cudaMemset(g_sink, 0, sizeof(int)));
-    for (int m = 0; m < 5; m++) {
-        printf("| %s |", names[m]);
+    for (int m = 0; m < C_N; m++) {
+        printf("| %s |", cname[m]);
         for (int ti = 0; ti < NT; ti++) {
             int T = threads_list[ti];
             int it = ITERS / 4;
@@ -245,13 +343,61 @@ static void bench_completion(void)
         }
         printf("\n");
     }
-    printf("| **abar cbar arrive_and_wait / cuda::barrier** |");
-    for (int ti = 0; ti < NT; ti++) printf(" %.2f |", res[1][ti] / res[0][ti]);
-    printf("\n| **abar cbar arrive_and_wait_with / cuda::barrier** |");
-    for (int ti = 0; ti < NT; ti++) printf(" %.2f |", res[4][ti] / res[0][ti]);
+    const int rows[3] = {C_ABAR_PTR, C_ABAR_TYPED, C_ABAR_WITH};
+    const char *rn[3] = {"cbar at init, through a pointer", "cbar at init, typed (direct)",
+                         "cbar at the call"};
+    for (int r = 0; r < 3; r++) {
+        printf("| **%s / cuda::barrier + F** |", rn[r]);
+        for (int ti = 0; ti < NT; ti++) printf(" %.2f |", res[rows[r]][ti] / res[C_LIBCU][ti]);
+        printf("\n");
+    }
+    printf("| cbar at init, typed, minus plain abar bar (ns) |");
+    for (int ti = 0; ti < NT; ti++) printf(" %.1f |", res[C_ABAR_TYPED][ti] - res[C_ABAR_PLAIN][ti]);
     int sink;
     CK(cudaMemcpy(&sink, g_sink, sizeof sink, cudaMemcpyDeviceToHost));
     printf("\n\ncompletion counts %s\n", sink == 0 ? "all correct" : "WRONG");
+
+    printf("\n### 2a. Completion barrier designs, completion inlined: ns per phase\n\n");
+    void (*ds[D_N])(int, int *) = {k_cdesign<0>, k_cdesign<1>, k_cdesign<2>, k_cdesign<3>,
+                                   k_cdesign<4>, k_cdesign<5>, k_cdesign<6>};
+    printf("| design |");
+    for (int t : threads_list) printf(" %d |", t);
+    printf("\n|---|");
+    for (int i = 0; i < NT; i++) printf("---:|");
+    printf("\n");
+    CK(cudaMemset(g_sink, 0, sizeof(int)));
+    for (int d = 0; d < D_N; d++) {
+        printf("| %d. %s |", d, dname[d]);
+        for (int ti = 0; ti < NT; ti++) {
+            int T = threads_list[ti];
+            int it = ITERS / 4;
+            double ms = time_best([&] { ds[d]<<<1, T>>>(it, g_sink); });
+            printf(" %.1f |", ms * 1e6 / it);
+        }
+        printf("\n");
+    }
+    CK(cudaMemcpy(&sink, g_sink, sizeof sink, cudaMemcpyDeviceToHost));
+    printf("\ndesign completion counts %s\n", sink == 0 ? "all correct" : "WRONG");
+    fflush(stdout);
+}
+
+static void bench_completion_gpu(int sms)
+{
+    printf("\n## 3b. Whole GPU with a completion function: %d blocks of 256 threads, Gphases/s\n\n",
+           sms * 4);
+    printf("| method | Gphases/s | / cuda::barrier + F |\n|---|---:|---:|\n");
+    void (*ks[C_N])(int, int *) = {k_completion<0>, k_completion<1>, k_completion<2>, k_completion<3>,
+                                   k_completion<4>, k_completion<5>};
+    double g[C_N];
+    CK(cudaMemset(g_sink, 0, sizeof(int)));
+    for (int m = 0; m < C_N; m++) {
+        double ms = time_best([&] { ks[m]<<<sms * 4, 256>>>(ITERS, g_sink); });
+        g[m] = (double)sms * 4 * ITERS / (ms * 1e-3) / 1e9;
+        printf("| %s | %.2f | %.2f |\n", cname[m], g[m], g[m] / g[C_LIBCU]);
+    }
+    int sink;
+    CK(cudaMemcpy(&sink, g_sink, sizeof sink, cudaMemcpyDeviceToHost));
+    printf("\ncompletion counts %s\n", sink == 0 ? "all correct" : "WRONG");
     fflush(stdout);
 }
 
@@ -385,10 +531,15 @@ __global__ void k_seed002(const float4 *in, float4 *out, size_t chunks, int len4
 
 #define BENCH_STAGES 4
 
-/* The abar ring, one-sided: warp 0 produces (16-byte loads, all in flight
- * before the stores), warps 1.. consume.  bulk: lane 0 of warp 0 fills each
- * slot with one bulk copy. */
-template <int BULK>
+/* The abar ring, one-sided: warp 0 produces, warps 1.. consume.
+ *   ASYNC == 0, BULK == 0: the producer loads one slot's data (16-byte loads,
+ *     all in flight before the stores), acquires the slot, stores, commits.
+ *   ASYNC: the producer warp fills each slot with 16-byte cp.async copies
+ *     (sm_80) and commits with abar_cuda_ring_producer_commit_async: the
+ *     hardware arrives on the slot's full barrier when the copies land, and
+ *     the producer goes on to the next slot at once.
+ *   BULK: lane 0 of warp 0 fills each slot with one bulk copy. */
+template <int BULK, int ASYNC>
 __global__ void k_ring(const float4 *in, float4 *out, size_t chunks, int len4)
 {
     extern __shared__ float4 slots[];
@@ -410,6 +561,15 @@ __global__ void k_ring(const float4 *in, float4 *out, size_t chunks, int len4)
                     abar_cuda_ring_producer_commit_bulk(&ring, &s, slots + (size_t)k * len4, in + c * len4,
                                                         (unsigned)len4 * 16u);
                 }
+        } else if (ASYNC) {
+            for (size_t i = 0; i < my; i++) {
+                size_t c = blockIdx.x + i * gridDim.x;
+                unsigned k = abar_cuda_ring_producer_acquire(&ring, &s);
+                float4 *b = slots + (size_t)k * len4;
+                for (int j = (int)threadIdx.x; j < len4; j += 32)
+                    abar_cuda_copy_async_16(b + j, in + c * len4 + j);
+                abar_cuda_ring_producer_commit_async(&ring, &s);
+            }
         } else {
             for (size_t i = 0; i < my; i++) {
                 size_t c = blockIdx.x + i * gridDim.x;
@@ -467,12 +627,14 @@ static void bench_ring(int sms, size_t n)
     }
     printf("\n## 4. Producer/consumer copy of %zu MB (GB/s counting bytes read and written; "
            "%% of the plain copy kernel's best, %.0f GB/s)\n\n", n * 4 >> 20, plain);
-    printf("| buffer (floats) | seed 002 cuda::barrier | seed 002 abar | abar ring (%d stages, warp producer) "
-           "| abar ring, bulk-copy producer |\n|---:|---:|---:|---:|---:|\n", BENCH_STAGES);
+    printf("| buffer (floats) | seed 002 cuda::barrier | seed 002 abar | abar ring (%d stages, warp producer, "
+           "register loads, release arrive) | abar ring, warp producer, cp.async + commit_async (sm_80 path) "
+           "| abar ring, bulk-copy producer (sm_90) |\n"
+           "|---:|---:|---:|---:|---:|---:|\n", BENCH_STAGES);
     for (int len : {256, 1024, 2048, 4096}) {
         int len4 = len / 4;
         size_t chunks = n / len;
-        double r[4];
+        double r[5];
         {
             size_t sm = 2 * len * sizeof(float);
             int g = grid_for(k_seed002<0>, 256, sm, sms);
@@ -482,13 +644,15 @@ static void bench_ring(int sms, size_t n)
         }
         {
             size_t sm = (size_t)BENCH_STAGES * len * sizeof(float);
-            int g = grid_for(k_ring<0>, 256, sm, sms);
-            r[2] = gbps(n, time_best([&] { k_ring<0><<<g, 256, sm>>>((const float4 *)in, (float4 *)out, chunks, len4); }));
-            g = grid_for(k_ring<1>, 256, sm, sms);
-            r[3] = gbps(n, time_best([&] { k_ring<1><<<g, 256, sm>>>((const float4 *)in, (float4 *)out, chunks, len4); }));
+            int g = grid_for(k_ring<0, 0>, 256, sm, sms);
+            r[2] = gbps(n, time_best([&] { k_ring<0, 0><<<g, 256, sm>>>((const float4 *)in, (float4 *)out, chunks, len4); }));
+            g = grid_for(k_ring<0, 1>, 256, sm, sms);
+            r[3] = gbps(n, time_best([&] { k_ring<0, 1><<<g, 256, sm>>>((const float4 *)in, (float4 *)out, chunks, len4); }));
+            g = grid_for(k_ring<1, 0>, 256, sm, sms);
+            r[4] = gbps(n, time_best([&] { k_ring<1, 0><<<g, 256, sm>>>((const float4 *)in, (float4 *)out, chunks, len4); }));
         }
         printf("| %d |", len);
-        for (int i = 0; i < 4; i++) printf(" %.0f (%.0f%%) |", r[i], 100.0 * r[i] / plain);
+        for (int i = 0; i < 5; i++) printf(" %.0f (%.0f%%) |", r[i], 100.0 * r[i] / plain);
         printf("\n");
         fflush(stdout);
     }
@@ -497,16 +661,19 @@ static void bench_ring(int sms, size_t n)
     std::vector<float> h(n);
     for (size_t i = 0; i < n; i++) h[i] = (float)(i % 65521);
     CK(cudaMemcpy(in, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
-    for (int bulk = 0; bulk < 2; bulk++) {
+    const char *kind[4] = {"", " (bulk)", " (cp.async)", " (cp.async, 256 floats)"};
+    for (int bulk = 0; bulk < 4; bulk++) {
         size_t sm = (size_t)BENCH_STAGES * 1024 * sizeof(float);
-        if (bulk) k_ring<1><<<sms * 2, 256, sm>>>((const float4 *)in, (float4 *)out, n / 1024, 256);
-        else k_ring<0><<<sms * 2, 256, sm>>>((const float4 *)in, (float4 *)out, n / 1024, 256);
+        if (bulk == 1) k_ring<1, 0><<<sms * 2, 256, sm>>>((const float4 *)in, (float4 *)out, n / 1024, 256);
+        else if (bulk == 2) k_ring<0, 1><<<sms * 2, 256, sm>>>((const float4 *)in, (float4 *)out, n / 1024, 256);
+        else if (bulk == 3) k_ring<0, 1><<<sms * 2, 256, sm / 4>>>((const float4 *)in, (float4 *)out, n / 256, 64);
+        else k_ring<0, 0><<<sms * 2, 256, sm>>>((const float4 *)in, (float4 *)out, n / 1024, 256);
         CK(util_sync(60));
         std::vector<float> o(n);
         CK(cudaMemcpy(o.data(), out, n * sizeof(float), cudaMemcpyDeviceToHost));
         size_t bad = 0;
         for (size_t i = 0; i < n; i++) bad += o[i] != h[i];
-        printf("\nring%s output check: %zu of %zu elements wrong\n", bulk ? " (bulk)" : "", bad, n);
+        printf("\nring%s output check: %zu of %zu elements wrong\n", kind[bulk], bad, n);
         CK(cudaMemset(out, 0, n * sizeof(float)));
     }
     CK(cudaFree(in));
@@ -587,6 +754,7 @@ int main(int argc, char **argv)
     bench_completion();
     bench_overlap();
     bench_whole_gpu(p.multiProcessorCount);
+    bench_completion_gpu(p.multiProcessorCount);
     bench_ring(p.multiProcessorCount, (size_t)1 << 26);
     bench_cluster();
     return 0;

@@ -6,7 +6,7 @@
  * consume (out <- buffer + 1).  The host checks every element.
  */
 #include <abar_cuda.h>
-#include "../util.cuh"
+#include "util.cuh"
 #include <vector>
 
 __device__ void producer(abar_cuda_bar_t ready[], abar_cuda_bar_t filled[], float *buffer, const float *in,

@@ -7,7 +7,7 @@
  * neighbour's slot (code after wait).  The host checks every output.
  */
 #include <abar_cuda.h>
-#include "../util.cuh"
+#include "util.cuh"
 #include <vector>
 
 __device__ float compute(float *data, int curr_iteration)

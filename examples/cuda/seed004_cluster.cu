@@ -6,7 +6,7 @@
  * leaves with the cluster-safe exit.  The host checks every element.
  */
 #include <abar_cuda.h>
-#include "../util.cuh"
+#include "util.cuh"
 #include <vector>
 
 #define ARRAY 1024

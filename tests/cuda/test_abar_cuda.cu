@@ -364,12 +364,17 @@ __device__ void psum_completion(void *arg)
     (*c->calls)++;
 }
 
+/* The same completion fixed at declaration (seed 001's form, direct call). */
+ABAR_CUDA_CBAR_DEFINE(psum_bar, psum_completion);
+
 /* Each round thread i writes i + round; the completion adds the slots to
- * acc; after the wait every thread checks acc against the closed form. */
+ * acc; after the wait every thread checks acc against the closed form.
+ * Modes 4 and 5 use the typed barrier (arrive_and_wait, arrive + wait). */
 __global__ void k_completion(int rounds, int mode, int *out)
 {
     extern __shared__ int smem[];
     __shared__ abar_cuda_cbar_t b;
+    __shared__ psum_bar_t tb;
     __shared__ psum_ctx ctx;
     __shared__ int acc, calls;
     int T = (int)blockDim.x, tid = (int)threadIdx.x;
@@ -381,6 +386,7 @@ __global__ void k_completion(int rounds, int mode, int *out)
         ctx.acc = &acc;
         ctx.calls = &calls;
         abar_cuda_cbar_init(&b, (unsigned)T, psum_completion, &ctx);
+        psum_bar_init(&tb, (unsigned)T, &ctx);
     }
     __syncthreads();
     int errors = 0;
@@ -399,15 +405,23 @@ __global__ void k_completion(int rounds, int mode, int *out)
             else
                 t = abar_cuda_cbar_arrive(&b);
             abar_cuda_cbar_wait(&b, t);
-        } else {
+        } else if (mode == 3) {
             /* the completion named at the call: direct, inlined */
             abar_cuda_cbar_arrive_and_wait_with(&b, psum_completion, &ctx);
+        } else if (mode == 4) {
+            psum_bar_arrive_and_wait(&tb);
+        } else {
+            abar_cuda_token_t t = psum_bar_arrive(&tb);
+            psum_bar_wait(&tb, t);
         }
         want += (long)T * (T - 1) / 2 + (long)T * r;
         if (acc != (int)want || calls != 2 * r + 1)
             errors++;
         /* the slots are rewritten next round: everyone must have read acc */
-        abar_cuda_cbar_arrive_and_wait(&b);
+        if (mode >= 4)
+            psum_bar_arrive_and_wait(&tb);
+        else
+            abar_cuda_cbar_arrive_and_wait(&b);
         want += (long)T * (T - 1) / 2 + (long)T * r;
         if (calls != r * 2 + 2)
             errors++;
@@ -417,7 +431,8 @@ __global__ void k_completion(int rounds, int mode, int *out)
 
 static void t_completion(unsigned T, int mode)
 {
-    const char *mname[] = {"arrive+wait", "arrive_and_wait", "divergent", "arrive_and_wait_with"};
+    const char *mname[] = {"arrive+wait", "arrive_and_wait", "divergent", "arrive_and_wait_with",
+                           "typed_arrive_and_wait", "typed_arrive+wait"};
     char name[96];
     snprintf(name, sizeof name, "completion_%s_T%u", mname[mode], T);
     dbuf<int> o(2 * T);
@@ -434,23 +449,33 @@ static void t_completion(unsigned T, int mode)
 /* completion + drop: half the threads drop; later phases still complete. */
 __device__ void count_completion(void *arg) { (*(int *)arg)++; }
 
-__global__ void k_cbar_drop(int rounds, int *out)
+ABAR_CUDA_CBAR_DEFINE(count_bar, count_completion);
+
+__global__ void k_cbar_drop(int rounds, int typed, int *out)
 {
     __shared__ abar_cuda_cbar_t b;
+    __shared__ count_bar_t tb;
     __shared__ int calls;
     unsigned T = blockDim.x, tid = threadIdx.x;
     if (tid == 0) {
         calls = 0;
         abar_cuda_cbar_init(&b, T, count_completion, &calls);
+        count_bar_init(&tb, T, &calls);
     }
     __syncthreads();
     int errors = 0;
     for (int r = 0; r < rounds; r++) {
         if (r == 1 && tid % 2) {
-            abar_cuda_cbar_arrive_and_drop(&b);
+            if (typed)
+                count_bar_arrive_and_drop(&tb);
+            else
+                abar_cuda_cbar_arrive_and_drop(&b);
             break;
         }
-        abar_cuda_cbar_arrive_and_wait(&b);
+        if (typed)
+            count_bar_arrive_and_wait(&tb);
+        else
+            abar_cuda_cbar_arrive_and_wait(&b);
         if (calls < r + 1)
             errors++;
     }
@@ -460,18 +485,19 @@ __global__ void k_cbar_drop(int rounds, int *out)
         out[T] = calls;
 }
 
-static void t_cbar_drop()
+static void t_cbar_drop(int typed)
 {
     unsigned T = 128;
+    const char *name = typed ? "completion_typed_drop" : "completion_drop";
     dbuf<int> o(T + 1);
-    k_cbar_drop<<<1, T>>>(50, o.d);
-    finish("completion_drop");
+    k_cbar_drop<<<1, T>>>(50, typed, o.d);
+    finish(name);
     std::vector<int> h = o.get();
     long sum = 0;
     for (unsigned i = 0; i < T; i++) sum += h[i];
     char why[96];
     snprintf(why, sizeof why, "%ld bad rounds, %d completions (want 50)", sum, h[T]);
-    report("completion_drop", sum == 0 && h[T] == 50, why);
+    report(name, sum == 0 && h[T] == 50, why);
 }
 
 /* ---- the ring ----------------------------------------------------------- */
@@ -487,18 +513,23 @@ __global__ void k_ring(const int *in, int *out, int chunks, int len, int stages,
     __shared__ abar_cuda_ring_t ring_s;
     unsigned tid = threadIdx.x, consumers = blockDim.x - 32;
     if (tid == 0)
-        abar_cuda_ring_init(&ring_s, full, empty, (unsigned)stages, bulk ? 1u : 32u, consumers);
+        abar_cuda_ring_init(&ring_s, full, empty, (unsigned)stages, bulk == 1 ? 1u : 32u, consumers);
     __syncthreads();
     abar_cuda_ring_t ring = ring_s;
     if (tid < 32) {
         abar_cuda_ring_state_t s = abar_cuda_ring_producer_start();
         for (int c = 0; c < chunks; c++) {
-            if (bulk) {
+            if (bulk == 1) {
                 if (tid == 0) {
                     unsigned i = abar_cuda_ring_producer_acquire(&ring, &s);
                     abar_cuda_ring_producer_commit_bulk(&ring, &s, buf + i * len, in + (size_t)c * len,
                                                         (unsigned)len * sizeof(int));
                 }
+            } else if (bulk == 2) {   /* cp.async, 4 ints per copy */
+                unsigned i = abar_cuda_ring_producer_acquire(&ring, &s);
+                for (int k = 4 * (int)tid; k < len; k += 4 * 32)
+                    abar_cuda_copy_async_16(buf + i * len + k, in + (size_t)c * len + k);
+                abar_cuda_ring_producer_commit_async(&ring, &s);
             } else {
                 unsigned i = abar_cuda_ring_producer_acquire(&ring, &s);
                 for (int k = (int)tid; k < len; k += 32)
@@ -520,7 +551,8 @@ __global__ void k_ring(const int *in, int *out, int chunks, int len, int stages,
 static void t_ring(int stages, int len, int bulk)
 {
     char name[96];
-    snprintf(name, sizeof name, "ring%s_stages%d_len%d", bulk ? "_bulk" : "", stages, len);
+    const char *kind[3] = {"", "_bulk", "_cp_async"};
+    snprintf(name, sizeof name, "ring%s_stages%d_len%d", kind[bulk], stages, len);
     int chunks = 3000;
     size_t n = (size_t)chunks * len;
     std::vector<int> h(n);
@@ -707,7 +739,9 @@ __global__ void k_misuse(int which)
 {
     __shared__ abar_cuda_bar_t b, other;
     __shared__ abar_cuda_cbar_t cb;
+    __shared__ count_bar_t tb;
     __shared__ __align__(16) int buf[16];
+    __shared__ int calls;
     unsigned tid = threadIdx.x;
     if (which == 3) {           /* use before init: nobody initializes b */
         if (tid == 0)
@@ -718,6 +752,8 @@ __global__ void k_misuse(int which)
         abar_cuda_init(&b, 2);
         abar_cuda_init(&other, 1);
         abar_cuda_cbar_init(&cb, 2, NULL, NULL);
+        calls = 0;
+        count_bar_init(&tb, 1, &calls);
     }
     __syncthreads();
     if (tid != 0)
@@ -748,6 +784,21 @@ __global__ void k_misuse(int which)
     case 6:                     /* completion barrier: more arrivals than expected */
         (void)abar_cuda_cbar_arrive_n(&cb, 3);
         break;
+    case 7: {                   /* typed completion barrier: a token two phases old */
+        abar_cuda_token_t t = count_bar_arrive(&tb);
+        count_bar_wait(&tb, t);
+        count_bar_wait(&tb, count_bar_arrive(&tb));
+        count_bar_wait(&tb, t);
+        break;
+    }
+    case 8: {                   /* completion barrier: a token of another barrier */
+        abar_cuda_token_t t = count_bar_arrive(&tb);
+        abar_cuda_cbar_wait(&cb, t);
+        break;
+    }
+    case 9:                     /* typed completion barrier: arrive_n(0) */
+        (void)count_bar_arrive_n(&tb, 0);
+        break;
     }
 }
 
@@ -759,12 +810,17 @@ static const char *misuse_rule[] = {
     "arrival count must be 1",
     "bulk copy size must be",
     "more arrivals in a phase than expected",
+    "token two or more phases old",
+    "token of another barrier",
+    "arrival count must be 1",
 };
 static const char *misuse_name[] = {
     "checked_extra_arrival", "checked_old_token", "checked_foreign_token", "checked_use_before_init",
     "checked_arrive_n_zero", "checked_bulk_misaligned", "checked_completion_extra_arrival",
+    "checked_typed_completion_old_token", "checked_completion_foreign_token",
+    "checked_typed_completion_arrive_n_zero",
 };
-#define N_MISUSE 7
+#define N_MISUSE 10
 
 static int run_misuse_child(int which)
 {
@@ -833,12 +889,13 @@ int main(int argc, char **argv)
     t_observer();
     t_drop();
     for (unsigned T : {32u, 128u, 1024u})
-        for (int mode = 0; mode < 4; mode++)
+        for (int mode = 0; mode < 6; mode++)
             t_completion(T, mode);
-    t_cbar_drop();
+    t_cbar_drop(0);
+    t_cbar_drop(1);
     for (int stages : {1, 2, 4})
         for (int len : {256, 1024})
-            for (int bulk = 0; bulk < 2; bulk++)
+            for (int bulk = 0; bulk < 3; bulk++)
                 t_ring(stages, len, bulk);
     t_tx();
     for (unsigned c : {2u, 4u, 8u})
