@@ -87,6 +87,17 @@ step "consumer: run (pkg-config, shared, LD_LIBRARY_PATH)" \
   env LD_LIBRARY_PATH="$(dirname "$so")" "$work/consumer-make/consumer"
 step "consumer: run (pkg-config, static)" "$work/consumer-make/consumer_static"
 
+# 6. the drop-ins: abar.hpp from the prefix (C++20), and the interposer beside libabar
+cxx_consumer() {
+  printf '%s\n' '#include <abar.hpp>' \
+    'int main() { abar::barrier<> b(1); b.arrive_and_wait(); return b.phase() == 1 ? 0 : 1; }' >"$work/hpp.cpp"
+  ${CXX:-c++} -std=c++20 -Wall -Wextra -Werror $(env PKG_CONFIG_PATH="$(dirname "$pc")" pkg-config --cflags abar) \
+    "$work/hpp.cpp" $(env PKG_CONFIG_PATH="$(dirname "$pc")" pkg-config --libs --static abar) -o "$work/hpp" &&
+    env LD_LIBRARY_PATH="$(dirname "$so")" "$work/hpp"
+}
+step "consumer: abar.hpp (C++20, pkg-config)" cxx_consumer
+step "libabar-pthread.so installed beside libabar" test -e "$(dirname "$so")/libabar-pthread.so"
+
 if [ "$fails" -ne 0 ]; then
   echo "install_check: FAIL ($fails steps failed)"
   exit 1
