@@ -23,10 +23,14 @@
 extern "C" {
 #endif
 
-#if defined(__GNUC__) || defined(__clang__)
-#  define ABAR_API __attribute__((visibility("default")))
-#else
-#  define ABAR_API
+/* What the library exports (a build that embeds the core, such as the
+ * pthread interposer, defines ABAR_API empty to export none of it). */
+#ifndef ABAR_API
+#  if defined(__GNUC__) || defined(__clang__)
+#    define ABAR_API __attribute__((visibility("default")))
+#  else
+#    define ABAR_API
+#  endif
 #endif
 
 /* The largest expected arrival count (also the hardware mbarrier limit). */
