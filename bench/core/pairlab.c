@@ -6,7 +6,7 @@
  *
  * Built by hand (it links the core's sources, to reach its internals):
  *   gcc -O2 -Iinclude -Isrc/core bench/core/pairlab.c \
- *       src/core/{arrive,wait,lifecycle,hazard,futex}.c -static -pthread -o pairlab
+ *       src/core/*.c -static -pthread -o pairlab
  *
  * Variants (each a barrier of two, arrive-and-wait in a loop):
  *   central     c11-central: fetch_sub; the last stores count and gen; the

@@ -95,6 +95,15 @@ struct abar__release {
 #define ABAR__PAIR_MAX 2u
 #define ABAR__PAIR 0x100u /* internal flag: expected <= ABAR__PAIR_MAX at init */
 
+/* A wider barrier, unless process-shared, counts its arrivals in an arrival
+ * tree of leaves (tree.c); the number of leaves is in flags. */
+#define ABAR__TREE_MIN        8u  /* the smallest expected count with leaves */
+#define ABAR__TREE_FANOUT     4u  /* units per leaf, about */
+#define ABAR__TREE_LEAVES_MAX 128u
+#define ABAR__NLEAVES_SHIFT   16
+#define ABAR__NLEAVES_MASK    (0xffu << ABAR__NLEAVES_SHIFT)
+struct abar__leaf { _Alignas(64) _Atomic uint64_t w; };
+
 struct abar_impl {
     /* line 0: every arrival writes it */
     _Atomic uint64_t state;   /* see above */
@@ -105,13 +114,13 @@ struct abar_impl {
      * change it) */
     struct abar__release wide;
     _Atomic uint32_t magic;
-    uint32_t flags;           /* ABAR_PSHARED | ABAR_WAIT_* | ABAR__PAIR */
+    uint32_t flags;           /* ABAR_PSHARED | ABAR_WAIT_* | ABAR__PAIR | leaves << 16 */
     uint64_t ident;           /* identity carried by tokens; new at every init */
     abar_completion_fn *completion;
     void *arg;
     _Atomic uint32_t expected;/* this phase's expected count; only completers write it */
     _Atomic uint32_t slept;   /* the last release woke sleepers (a hint: block()) */
-    char pad1[8];
+    struct abar__leaf *leaves;/* the arrival tree's leaves, or NULL (tree.c) */
     /* line 2: waiters of a process-shared barrier register here, away from
      * the arrivals (those of a private one use hazard slots, hazard.c) */
     _Atomic uint32_t inside;  /* threads blocked in a wait: destroy is EBUSY while > 0 */
@@ -232,6 +241,17 @@ static inline void abar__hazard_fence_light(void)
 }
 void abar__hazard_fence_heavy(void);
 unsigned abar__test_waiters(abar_t *b); /* test hook: threads registered on b */
+
+/* tree.c: the arrival tree of a wide barrier */
+static inline uint32_t abar__nleaves(const struct abar_impl *b)
+{
+    return (b->flags & ABAR__NLEAVES_MASK) >> ABAR__NLEAVES_SHIFT;
+}
+int abar__tree_setup(struct abar_impl *b, uint32_t expected);
+void abar__tree_free(struct abar_impl *b);
+void abar__tree_set_phase(struct abar_impl *b, uint64_t phase);
+abar_token_t abar__tree_arrive1(struct abar_impl *b, bool drop, bool *last);
+abar_token_t abar__tree_arrive_n(struct abar_impl *b, uint32_t n, bool *last);
 
 /* futex.c */
 void abar__futex_wake_all(_Atomic uint32_t *word, bool pshared);

@@ -56,6 +56,8 @@ static inline abar_token_t arrive_live(struct abar_impl *bi, uint32_t n, bool dr
 {
     *last = false;
     if (n == 0 || n > ABAR_EXPECTED_MAX) return tok_error(EINVAL);
+    if (bi->leaves) /* a wide barrier: its leaves count (tree.c) */
+        return n == 1 ? abar__tree_arrive1(bi, drop, last) : abar__tree_arrive_n(bi, n, last);
     const uint64_t ident = bi->ident; /* read now: after our RMW we may not touch bi */
     /* acquire: pairs with the completers' release stores of phase */
     const uint64_t before = atomic_load_explicit(&rel(bi)->phase, memory_order_acquire);

@@ -56,6 +56,7 @@ int abar_init(abar_t *b, uint32_t expected, const abar_attr_t *attr)
         if ((atomic_load_explicit(&bi->inside, memory_order_acquire) & ~ABAR__INSIDE_DEAD) != 0 ||
             st_completing(s) || (!(bi->flags & ABAR_PSHARED) && abar__hazard_any(bi)))
             return EBUSY;
+        abar__tree_free(bi); /* re-initialised without a destroy */
     }
     memset(b, 0, sizeof *b);
     bi->flags = flags | (expected <= ABAR__PAIR_MAX ? ABAR__PAIR : 0);
@@ -69,6 +70,7 @@ int abar_init(abar_t *b, uint32_t expected, const abar_attr_t *attr)
     atomic_init(&bi->wide.phase, 0);
     atomic_init(&bi->wide.futex, 0);
     atomic_init(&bi->inside, 0);
+    abar__tree_setup(bi, expected);
     /* release: a thread that sees the magic sees the initialised fields
      * (handing the barrier to other threads still needs the caller's own
      * synchronisation, as for any object). */
@@ -97,6 +99,7 @@ int abar_destroy(abar_t *b)
         }
     }
     atomic_store(&bi->magic, ABAR__MAGIC_DEAD); /* later calls: EINVAL */
+    abar__tree_free(bi);
     return 0;
 }
 
@@ -141,6 +144,7 @@ int abar__test_set_phase(abar_t *b, uint64_t phase)
     if (st_phase(s) != 0 || atomic_load(&rel(bi)->phase) != 0 ||
         st_pending(s) != (int32_t)atomic_load(&bi->expected))
         return EBUSY;
+    if (bi->leaves) abar__tree_set_phase(bi, phase);
     atomic_store(&rel(bi)->phase, phase);
     atomic_store(&bi->state, st_make(phase, st_pending(s), s & ~(ST_PHASE_MASK << ST_PHASE_SHIFT) & ~ST_PENDING_MASK));
     return 0;
