@@ -124,7 +124,9 @@ struct abar_impl {
     /* line 2: waiters of a process-shared barrier register here, away from
      * the arrivals (those of a private one use hazard slots, hazard.c) */
     _Atomic uint32_t inside;  /* threads blocked in a wait: destroy is EBUSY while > 0 */
-    char pad2[60];
+    _Atomic uint32_t asleep[2];/* waiters of a phase of each parity in FUTEX_WAIT, or woken
+                                  and not yet back from it (a hint: block()) */
+    char pad2[52];
 };
 
 _Static_assert(sizeof(struct abar_impl) <= sizeof(abar_t), "abar_t too small");

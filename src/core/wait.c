@@ -41,6 +41,10 @@ static inline bool pending_result(int r) { return r == EBUSY || r == OPEN; }
 /* Rounds of the first, lean spin (block()). */
 #define ABAR__FIRST_POLLS 128u
 
+/* How long a waiter keeps spinning, at most, while the sleepers of the last
+ * phase are still coming back from FUTEX_WAIT (block()). */
+#define ABAR__WAKING_SPIN_NS 2000000u
+
 /* Whether phase t.raw has been released.  acquire: pairs with the
  * completer's release store of phase. */
 static inline bool released(const struct abar__release *rw, abar_token_t t)
@@ -81,6 +85,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
     const uint64_t deadline =
         abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec : UINT64_MAX;
     uint64_t t0 = 0; /* read lazily: most waits end before the first clock read */
+    uint64_t t1 = 0; /* when the budget started: t0, or when the last sleeper was seen */
     for (unsigned i = 1; budget || (b->flags & ABAR_WAIT_SPIN); i++) {
         /* Poll the release words: only a completer and a cancel write them,
          * and they share no line with the arrivals.  The usual news: our
@@ -97,17 +102,26 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
         else abar__pause();
         if (i % 64 == 0 || oversubscribed) {
             uint64_t now = abar__now_ns();
-            if (t0 == 0) t0 = now;
+            if (t0 == 0) t0 = t1 = now;
             if (now >= deadline) {
                 r = look(b, t, &s); /* a verdict the futex word cannot show (finished) */
                 return pending_result(r) ? ETIMEDOUT : r;
             }
+            /* While sleepers of the last phase are still on their way back
+             * from FUTEX_WAIT (a woken vCPU can take hundreds of µs to run
+             * again, one after the other), they are whom we wait for:
+             * parking now would make this phase as slow as a wake-up too,
+             * and the next, for good.  The budget restarts until the last
+             * is back, within a bound.  relaxed: a hint. */
+            if (now - t0 < ABAR__WAKING_SPIN_NS &&
+                atomic_load_explicit(&b->asleep[(t.raw - 1) & 1], memory_order_relaxed))
+                t1 = now;
             /* Oversubscribed, park only once the others have each had a
              * turn too (4 yields per participant): with 4x more threads
              * than CPUs a phase can outlast the budget, and waiters that
              * park then make every later phase slower still (they must be
              * woken): all end up parked, at ten times the phase time. */
-            if (now - t0 >= budget &&
+            if (now - t1 >= budget &&
                 (!oversubscribed ||
                  i >= 4 * atomic_load_explicit(&b->expected, memory_order_relaxed))) {
                 if (!(b->flags & ABAR_WAIT_SPIN)) break;
@@ -144,7 +158,11 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
             !atomic_compare_exchange_weak_explicit(&b->state, &s, s | ST_PARKED,
                                                    memory_order_acq_rel, memory_order_acquire))
             continue;
-        if (abar__futex_wait(&rw->futex, v, pshared, abstime) == ETIMEDOUT) {
+        /* relaxed (both): a hint to the next phase's spinners */
+        atomic_fetch_add_explicit(&b->asleep[t.raw & 1], 1, memory_order_relaxed);
+        int slept = abar__futex_wait(&rw->futex, v, pshared, abstime);
+        atomic_fetch_sub_explicit(&b->asleep[t.raw & 1], 1, memory_order_relaxed);
+        if (slept == ETIMEDOUT) {
             r = look(b, t, &s);
             return pending_result(r) ? ETIMEDOUT : r;
         }
