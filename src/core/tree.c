@@ -139,8 +139,13 @@ void abar__tree_set_phase(struct abar_impl *b, uint64_t phase)
 
 /* ---- arrivals ----------------------------------------------------------- */
 
-/* A small number per thread, for its home leaf: threads that arrive on the
- * same barrier get consecutive numbers, so they spread evenly. */
+/* The leaf a thread tries first.  Its first draw is a number per thread,
+ * so threads that arrive on the same barrier spread evenly; after that it
+ * is the leaf where the thread last found a unit.  Threads made for one
+ * barrier's use (a team, a pool) rarely number from a multiple of the leaf
+ * count, so some leaf's threads outnumber its quota and one of them would
+ * look further every phase; moving to where it found room, each settles
+ * where there is room for it, and then no arrival looks past its first leaf. */
 static _Atomic uint32_t next_home;
 static ABAR__TLS uint32_t home_plus1; /* 0: not drawn yet */
 
@@ -227,6 +232,7 @@ abar_token_t abar__tree_arrive1(struct abar_impl *b, bool drop, bool *last)
                  * filler; acquire gives a filler all of them. */
                 if (atomic_compare_exchange_weak_explicit(&lv[i].w, &w, nw, memory_order_acq_rel,
                                                           memory_order_relaxed)) {
+                    if (i != home) home_plus1 = i + 1; /* room was here: start here next time */
                     if (lf_taken(nw) == lf_quota(nw)) forward(b, p, lf_quota(nw), lf_drops(nw), last);
                     return tok_make(p, ident);
                 }
