@@ -49,7 +49,12 @@
  *
  * Memory: the leaves are one allocation per barrier (process-private
  * barriers only), made at init and freed at destroy; a barrier whose
- * allocation fails counts on the state word alone.
+ * allocation fails counts on the state word alone.  Destroy may follow the
+ * last phase at once, so no arrival touches the barrier once the phase
+ * could complete without it: a single arrival's last touch is the CAS that
+ * takes its unit, or, if that filled the leaf, its forward; an arrive_n
+ * unlocks its partly filled leaves last (while it holds a unit the phase
+ * cannot end) and then only forwards what it filled.
  */
 #include "abar_internal.h"
 
@@ -124,11 +129,13 @@ int abar__tree_setup(struct abar_impl *b, uint32_t expected)
     return 0;
 }
 
+/* At destroy (or an init over a live barrier).  `flags` stays as it is: a
+ * wait that races the destroy may still read it (and then sees the magic
+ * dead); nothing reads the leaf count without `leaves`. */
 void abar__tree_free(struct abar_impl *b)
 {
     free(b->leaves);
     b->leaves = NULL;
-    b->flags &= ~ABAR__NLEAVES_MASK;
 }
 
 void abar__tree_set_phase(struct abar_impl *b, uint64_t phase)
@@ -248,13 +255,21 @@ abar_token_t abar__tree_arrive1(struct abar_impl *b, bool drop, bool *last)
     }
 }
 
-/* Unlocks leaves [0, upto) that this thread locked (held[i] != 0). */
+/* Unlocks leaves [0, upto) that this thread locked (held[i] != 0): the full
+ * ones first.  While we hold a leaf with a unit free the phase cannot
+ * complete, so until the last store here no waiter can be released (and
+ * free the barrier); after it, the caller touches the barrier only to
+ * forward units it took, which the phase needs too. */
 static void unlock_all(struct abar__leaf *lv, const uint64_t *held, uint32_t upto)
 {
     /* release: the next CAS on the leaf sees what we did (and, through our
      * acquiring lock CAS, what the leaf's earlier arrivals did) */
-    for (uint32_t i = 0; i < upto; i++)
-        if (held[i]) atomic_store_explicit(&lv[i].w, held[i] & ~LF_LOCK, memory_order_release);
+    for (int pass = 0; pass < 2; pass++)
+        for (uint32_t i = 0; i < upto; i++) {
+            const bool full = lf_taken(held[i]) == lf_quota(held[i]);
+            if (held[i] && full == (pass == 0))
+                atomic_store_explicit(&lv[i].w, held[i] & ~LF_LOCK, memory_order_release);
+        }
 }
 
 /* n > 1 arrivals at once, all or nothing, on a barrier with leaves. */
@@ -301,11 +316,18 @@ abar_token_t abar__tree_arrive_n(struct abar_impl *b, uint32_t n, bool *last)
             unlock_all(lv, held, i);
             continue;
         }
-        if (free_units < n) { /* refused whole, or p is over: look */
+        if (free_units < n) { /* refused whole, or p is over */
+            int err = 0;
+            if (free_units > 0) {
+                /* p is open (we hold a unit of it): more than it still
+                 * expects.  Judged before the unlock, after which p may
+                 * complete without us.  acquire: as in abar__snapshot. */
+                uint64_t s = atomic_load_explicit(&b->state, memory_order_acquire);
+                err = s & (ST_CANCELLED | ST_FINISHED) ? ECANCELED : EINVAL;
+            }
             unlock_all(lv, held, nl);
-            int err = none_free(b, p);
-            if (err == 0 && free_units == 0) continue;
-            if (err == 0) err = EINVAL; /* units were free: more than p still expects */
+            if (err == 0) err = none_free(b, p);
+            if (err == 0) continue; /* p completed meanwhile: the next phase */
             return tok_error(err);
         }
         /* Take n units, leaf by leaf; forward the leaves we fill, at once. */
