@@ -6,7 +6,7 @@
  *
  * Built by hand (it links the core's sources, to reach its internals):
  *   gcc -O2 -Iinclude -Isrc/core bench/core/pairlab.c \
- *       src/core/*.c -static -pthread -o pairlab
+ *       src/core/{arrive,tree,wait,lifecycle,hazard,futex}.c -static -pthread -o pairlab
  *
  * Variants (each a barrier of two, arrive-and-wait in a loop):
  *   central     c11-central: fetch_sub; the last stores count and gen; the
@@ -28,6 +28,10 @@
  *               `expected` (another line) by the last arrival before its CAS
  *   lad-all     + the waiter polls as block() does (futex word, counters, clock)
  *   abar        abar_arrive_and_wait (the library)
+ *   ticket      one fetch-and-add per arrival on a count that never resets;
+ *               the arrival that makes it a multiple of 2 stores the phase
+ *               word (same line), which the other polls
+ *   ticket-hz   the same inside the hazard announcement
  */
 #define _GNU_SOURCE
 #include "abar.h"
@@ -55,6 +59,7 @@ struct lab {
     _Atomic uint32_t gen;
     _Alignas(64) _Atomic uint64_t st; /* phase << 8 | pending */
     _Atomic uint64_t ph;              /* completed phases */
+    _Atomic uint64_t tk;              /* ticket: arrivals ever made */
     _Alignas(64) abar_t bar;
 };
 static struct lab L;
@@ -113,6 +118,25 @@ static void st_blind_pub(void)
         return;
     }
     while (atomic_load_explicit(&L.ph, memory_order_acquire) <= ph) relax();
+}
+
+/* ticket: one fetch-and-add per arrival on a count that never resets; the
+ * arrival that makes it a multiple of 2 completes the phase and stores the
+ * phase word (same line), which the other polls */
+static void ticket(int hz)
+{
+    struct abar__hazard *h = NULL;
+    if (hz) {
+        h = abar__hazard_mine();
+        atomic_store_explicit(&h->slot[h->depth++], &L, memory_order_relaxed);
+        abar__hazard_fence_light();
+    }
+    uint64_t t = atomic_fetch_add_explicit(&L.tk, 1, memory_order_acq_rel);
+    uint64_t ph = t / 2;
+    if (t % 2 == 1) atomic_store_explicit(&L.ph, ph + 1, memory_order_release);
+    else
+        while (atomic_load_explicit(&L.ph, memory_order_acquire) <= ph) relax();
+    if (hz) atomic_store_explicit(&h->slot[--h->depth], NULL, memory_order_release);
 }
 
 /* central inside abar's hazard announcement (wait.c enter/leave) */
@@ -179,8 +203,8 @@ static __attribute__((noinline)) void lad(int hz, int pre, int poll2)
     if (hz) atomic_store_explicit(&h->slot[--h->depth], NULL, memory_order_release);
 }
 
-enum { V_CENTRAL, V_CENTRAL_NP, V_ST_LOAD, V_ST_OWN, V_ST_OWN_PUB, V_ST_LOAD_PUB, V_ST_BLIND_PUB, V_CENTRAL_HZ, V_LAD_HZ, V_LAD_HZ_PRE, V_LAD_ALL, V_ABAR, NV };
-static const char *names[NV] = { "central", "central-np", "st-load", "st-own", "st-own-pub", "st-load-pub", "st-blind-pub", "central-hz", "lad-hz", "lad-hz-pre", "lad-all", "abar" };
+enum { V_CENTRAL, V_CENTRAL_NP, V_ST_LOAD, V_ST_OWN, V_ST_OWN_PUB, V_ST_LOAD_PUB, V_ST_BLIND_PUB, V_CENTRAL_HZ, V_LAD_HZ, V_LAD_HZ_PRE, V_LAD_ALL, V_ABAR, V_TICKET, V_TICKET_HZ, NV };
+static const char *names[NV] = { "central", "central-np", "st-load", "st-own", "st-own-pub", "st-load-pub", "st-blind-pub", "central-hz", "lad-hz", "lad-hz-pre", "lad-all", "abar", "ticket", "ticket-hz" };
 
 static int variant;
 static uint64_t iters;
@@ -202,6 +226,8 @@ static void step(void)
     case V_LAD_HZ_PRE: lad(1, 1, 0); break;
     case V_LAD_ALL: lad(1, 1, 1); break;
     case V_ABAR: abar_arrive_and_wait(&L.bar); break;
+    case V_TICKET: ticket(0); break;
+    case V_TICKET_HZ: ticket(1); break;
     }
 }
 
@@ -225,6 +251,7 @@ static double measure(int v, uint64_t n)
     atomic_store(&L.gen, 0);
     atomic_store(&L.st, 2);
     atomic_store(&L.ph, 0);
+    atomic_store(&L.tk, 0);
     abar_init(&L.bar, 2, NULL);
     pthread_barrier_init(&start, NULL, 2);
     pthread_t t;

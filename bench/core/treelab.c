@@ -5,7 +5,7 @@
  *
  * Built by hand (it links the core's sources, for the `abar` row):
  *   gcc -O2 -Iinclude -Isrc/core bench/core/treelab.c \
- *       src/core/*.c -static -pthread -o treelab
+ *       src/core/{arrive,tree,wait,lifecycle,hazard,futex}.c -static -pthread -o treelab
  *
  * Variants (arrive-and-wait in a loop):
  *   flat      one counter (fetch_sub) on its own line; the last resets it and
