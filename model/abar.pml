@@ -27,7 +27,17 @@
  * With PAIR, the last single arrival of a barrier of two without a
  * completion function counts itself and opens the next phase in one CAS,
  * then publishes as a completer does.  AW_REGISTERED=1 checks the
- * arrival arrive_and_wait had at 4d5ff95.
+ * arrival arrive_and_wait had at 4d5ff95.  With TREE, the barrier is a wide
+ * one (tree.c): arrivals take units of two leaves by CAS, the one that fills
+ * a leaf forwards it to the state word, an arrive_n locks the leaves, takes
+ * its units all at once and unlocks the full leaves first; the completion
+ * and release are the same code as without.  The leaf a thread tries first
+ * is any leaf (every choice is explored), so the C's choice (the leaf where
+ * the thread last found room) is one of the interleavings.  In the model a
+ * thread learns that a phase ended only from the barrier, so no arrival
+ * meets a leaf tagged with a phase after the one it read (lf_age's "newer"):
+ * that path is taken only by an arrival racing the end of a phase it is
+ * one too many for, which tests/core/test_core_tree.c exercises instead.
  *
  * Properties (each an assert below, plus Spin's invalid-end-state check):
  *   P1 no wait returns 0 before every arrival of its phase was counted, and
@@ -78,21 +88,28 @@
  * check before it waits takes `phase` >= its token (not >) as released (P1);
  * 13 arrive_and_wait leaves right after its arrival, then reads `phase`
  * and waits as abar_wait does (registering again): its read after the RMW
- * is unregistered (P5).
+ * is unregistered (P5); with TREE: 14 (with NARR) arrive_n unlocks the
+ * partly filled leaves first: a leaf it locked full is stored after the
+ * phase may have completed without it (P5); 15 a forward refused by cancel
+ * is never taken back (the state word reads "completing" for ever: P3/P4);
+ * 16 a single arrival does not skip a leaf locked by an arrive_n (whose
+ * unlock then overwrites the unit: P3); 17 a leaf whose quota is 0 (drops
+ * left fewer units than leaves) is not skipped, and its unit is never
+ * forwarded (P3).
  * Number 4 is unused (no bug of that kind remains: the futex word's cancel
  * bit only hastens spinners, whose 1024th round looks anyway)),
  * ATOMIC_SNAPSHOT (0: 1 makes abar__snapshot one step, see there),
- * FIX_ARRIVAL_PHASE (1, as arrive.c:60-61 since 8fb3cd8: the token from
+ * FIX_ARRIVAL_PHASE (1, as arrive.c:62-63 since 8fb3cd8: the token from
  * `phase` read before the arrival's RMW; 0: the code before, read after it,
  * finding F1 in docs/reliability.md; with AW_REGISTERED, arrive_and_wait's
  * arrival reads after its RMW either way, as it may: see arrive_registered),
  * AW_REGISTERED (0: arrive_and_wait's arrival is abar__arrive1, the one
- * above, arrive.c:112; 1: the registered arrival the core had at 4d5ff95:
+ * above, arrive.c:114; 1: the registered arrival the core had at 4d5ff95:
  * the RMW alone, then `phase` read after it, never pair_last; checked as a
  * variant, should it come back),
- * FIX_CANCEL_WAKE (1, as lifecycle.c:116-119 since 8fb3cd8: abar_cancel
+ * FIX_CANCEL_WAKE (1, as lifecycle.c:119-122 since 8fb3cd8: abar_cancel
  * always wakes; 0: only when PARKED, finding F2),
- * FIX_CANCEL_PARK (1, as wait.c:137 since 177c88b: a parker whose look said
+ * FIX_CANCEL_PARK (1, as wait.c:151 since 177c88b: a parker whose look said
  * "pending" on a cancelled state yields instead of sleeping; 0: it parks,
  * finding F4),
  * NO_ONLY (0: 1 leaves out the plain arrive without a wait in the last
@@ -103,8 +120,13 @@
  * PAIR (0: the barrier has a completion function, so every arrival takes
  * the general path; 1: it has none and expects N <= ABAR__PAIR_MAX = 2
  * threads, abar_internal.h:87-96: a single arrival first tries pair_last,
- * arrive.c:65, which counts the last arrival and opens the next phase in
- * one CAS; since 63886e9; not the registered arrival of AW_REGISTERED).
+ * arrive.c:67, which counts the last arrival and opens the next phase in
+ * one CAS; since 63886e9; not the registered arrival of AW_REGISTERED),
+ * TREE (0: the state word counts every arrival; 1: two leaves do, tree.c,
+ * as for a private barrier of at least ABAR_TREE_MIN threads; not with PAIR
+ * or AW_REGISTERED), NARR (0: every arrival is one; k >= 2: worker 1
+ * arrives k at once, abar_arrive_n, split from its wait, and the barrier
+ * expects N - 1 + k; with TREE that is tree.c's locking arrive_n).
  */
 
 #ifndef N
@@ -158,11 +180,40 @@
 #ifndef AW_REGISTERED
 #define AW_REGISTERED 0
 #endif
+#ifndef TREE
+#define TREE 0
+#endif
+#ifndef NARR
+#define NARR 0
+#endif
 #if MUTANT == 11 && !AW_REGISTERED
 #error MUTANT 11 is a bug of the arrival of AW_REGISTERED
 #endif
 #if PAIR && (N > 2 || !FIX_ARRIVAL_PHASE)
 #error PAIR needs N <= 2 (ABAR__PAIR_MAX) and FIX_ARRIVAL_PHASE
+#endif
+
+#if TREE && PAIR
+#error TREE and PAIR exclude each other (arrive.c:59: a barrier with leaves never takes pair_last)
+#endif
+#if TREE && AW_REGISTERED
+#error AW_REGISTERED is a variant of the flat arrival
+#endif
+#if NARR && (NARR < 2 || NO_ONLY || N < 2)
+#error NARR: worker 1 arrives NARR >= 2 at once; it needs N >= 2 and the plain arrive (OP_ONLY) for its last phase
+#endif
+#if MUTANT >= 14 && MUTANT <= 17 && !TREE
+#error MUTANT 14..17 are bugs of the arrival tree (TREE=1)
+#endif
+#if MUTANT == 14 && !NARR
+#error MUTANT 14 is a bug of arrive_n (NARR)
+#endif
+
+/* The expected count at init: N workers, worker 1 arriving NARR at once. */
+#if NARR
+#define E0 (N - 1 + NARR)
+#else
+#define E0 N
 #endif
 
 #define NPROC (N + 2)
@@ -193,28 +244,47 @@
 #define COMPLETING(s) (PEND(s) <= 0 && ((s) & FIN) == 0)               /* abar_internal.h:71-74 */
 /* The 32-bit futex word (abar_internal.h:82-83), shrunk to 8 bits: bit 7 is
  * ABAR__FUTEX_CANCELLED (bit 31, abar_internal.h:76, set by abar_cancel),
- * the low 7 bits count the releases that found PARKED (arrive.c:177-182;
+ * the low 7 bits count the releases that found PARKED (arrive.c:179-184;
  * at most NPH of them here, so the count never wraps back to a value a
  * sleeper read). */
 #define FUT_CANC    128
 #define FUT_COUNT   127
-#define INSIDE_DEAD 128           /* ABAR__INSIDE_DEAD, abar_internal.h:194 */
+#define INSIDE_DEAD 128           /* ABAR__INSIDE_DEAD, abar_internal.h:205 */
 
-/* ---- the barrier (struct abar_impl, abar_internal.h:98-119) ----
+/* ---- the barrier (struct abar_impl, abar_internal.h:107-130) ----
  * `phase` and `futex` are the release words (struct abar__release,
  * abar_internal.h:78-85), which every access reaches through rel(b)
- * (abar_internal.h:128-132): `pair` beside the state word or `wide` on a
- * line of its own, fixed at init (ABAR__PAIR, lifecycle.c:61), so either way
+ * (abar_internal.h:139-143): `pair` beside the state word or `wide` on a
+ * line of its own, fixed at init (ABAR__PAIR, lifecycle.c:62), so either way
  * one pair of words; where they live makes no difference to the protocol.
  * What ABAR__PAIR does change, pair_last, is the PAIR knob. */
-int  state = N + BIAS;  /* MAKE(0, N, 0): abar_init, lifecycle.c:66 */
-byte phase = 0;         /* completed phases (byte: NPH < 250), lifecycle.c:67,69 */
-byte futex = 0;         /* lifecycle.c:68,70 */
+int  state = E0 + BIAS; /* MAKE(0, E0, 0): abar_init, lifecycle.c:67 */
+byte phase = 0;         /* completed phases (byte: NPH < 250), lifecycle.c:68,70 */
+byte futex = 0;         /* lifecycle.c:69,71 */
 byte inside = 0;        /* count (PSHARED) | INSIDE_DEAD */
-byte expected = N;
+byte expected = E0;
 bool dead = 0;          /* magic == ABAR__MAGIC_DEAD, set by destroy */
 bool slot[NPROC];       /* hazard.c: thread i announces this barrier */
 bool fq[NPROC];         /* kernel futex queue: fq[i] = thread i sleeps */
+#if TREE
+/* The arrival tree (tree.c), TREE=1: NL = 2 leaves, one word each, packed
+ * as in tree.c:56-64 and shrunk: taken 3 bits, quota 3, drops 3, LOCK, and
+ * a tag of TBITS = 3 bits (19 in the C, which leaves the same window for
+ * "a later phase": lf_age, tree.c:79-87).  Set up at init tagged one phase
+ * before the first (tree.c:123-124). */
+#define NL       2
+#define TMASK    7
+#define LT(w)    ((w) & 7)
+#define LQ(w)    (((w) >> 3) & 7)
+#define LD(w)    (((w) >> 6) & 7)
+#define LDROP    64
+#define LK       512
+#define LTAG(w)  (((w) >> 10) & TMASK)
+#define LMAKE(p, q, t, d) ((((p) & TMASK) << 10) | ((d) << 6) | ((q) << 3) | (t))  /* tree.c:66-70 */
+#define NEWER    255
+#define QUOTA(e, i) ((e) / NL + ((i) < (e) % NL -> 1 : 0))                        /* quota_of, tree.c:91-94 */
+int leaf[NL] = LMAKE(TMASK, 0, 0, 0);
+#endif
 
 /* ---- ghosts: what the spec says happened ---- */
 byte gS = 0;               /* the phase the state word names (open phase) */
@@ -227,14 +297,14 @@ bool gcancel = 0;          /* abar_cancel's fetch_or happened */
 bool gfinished = 0;        /* the last drop's phase was opened */
 byte wdone = 0;            /* workers (other than 0) that returned for good */
 bool cdone = !CANCELLER, odone = !OBSERVER;
-#define GEXP(p)    ((p) == 0 -> N : gexp[p])
+#define GEXP(p)    ((p) == 0 -> E0 : gexp[p])
 
 /* Every access to barrier memory: never after a successful destroy (P5).
- * abar__live's load of magic (abar_internal.h:150) is folded into the call's
+ * abar__live's load of magic (abar_internal.h:161) is folded into the call's
  * next access: a destroy before either is caught by that access. */
 #define ACCESS     assert(!dead)
 
-/* abar__snapshot, abar_internal.h:157-171: read phase, state, phase again;
+/* abar__snapshot, abar_internal.h:166-182: read phase, state, phase again;
  * returns cur (completed phases) and a state naming cur or cur + 1.  With
  * ATOMIC_SNAPSHOT the three loads are one step; that is sound exactly when
  * the check below holds for the three-step version (the ATOMIC_SNAPSHOT=0
@@ -248,12 +318,12 @@ inline snapshot(res, sv)
 inline snapshot(res, sv)
 {
     do
-    :: atomic { ACCESS; ph1 = phase };                   /* abar_internal.h:161 */
-       atomic { ACCESS; sv = state; gsr = gS };          /* abar_internal.h:163 */
-       atomic { ACCESS; ph2 = phase };                   /* abar_internal.h:166 */
+    :: atomic { ACCESS; ph1 = phase };                   /* abar_internal.h:172 */
+       atomic { ACCESS; sv = state; gsr = gS };          /* abar_internal.h:174 */
+       atomic { ACCESS; ph2 = phase };                   /* abar_internal.h:177 */
        if
        :: ph2 == ph1 ->
-          res = ph1;                                     /* abar_internal.h:167-168 */
+          res = ph1;                                     /* abar_internal.h:178-179 */
           assert(gsr == res || gsr == res + 1);          /* P2: phase in {S-1, S} */
           assert(STPH(sv) == LO(gsr));
           ph1 = 0; ph2 = 0; gsr = 0;                     /* dead: keep the state space small */
@@ -263,7 +333,7 @@ inline snapshot(res, sv)
     od
 }
 #endif
-/* abar__state_phase, abar_internal.h:173-176 */
+/* abar__state_phase, abar_internal.h:183-187 */
 #define STATE_PHASE(c, sv) (STPH(sv) == LO(c) -> (c) : (c) + 1)
 
 /* judge, wait.c:14-26 (EDEADLK needs a completion that waits: not modelled) */
@@ -315,17 +385,17 @@ inline futex_wait(res, val, tmd)
     od
 }
 
-/* block, wait.c:52-152: spin (unless PARK), then park.  Returns in r. */
+/* block, wait.c:56-170: spin (unless PARK), then park.  Returns in r. */
 inline block(tk, tmd)
 {
-    /* The spin loop, wait.c:84-119.  Its policy is a free choice each round:
-     * ABAR_WAIT_PARK skips it (wait.c:78), the default leaves it when the
+    /* The spin loop, wait.c:89-133.  Its policy is a free choice each round:
+     * ABAR_WAIT_PARK skips it (wait.c:82), the default leaves it when the
      * budget is spent (and, oversubscribed, after 4 yields per participant:
-     * any round, wait.c:110-113), ABAR_WAIT_SPIN never leaves
-     * it.  A round reads `phase` (wait.c:89; the first 128 rounds,
-     * wait.c:68-71, read only `phase`), then the futex word's cancel
-     * bit (wait.c:92), and looks (wait.c:94) when the bit is set or on every
-     * 1024th round (wait.c:93).  A round whose loads find phase <= tk, the
+     * any round, wait.c:124-127), ABAR_WAIT_SPIN never leaves
+     * it.  A round reads `phase` (wait.c:94; the first 128 rounds,
+     * wait.c:72-76, read only `phase`), then the futex word's cancel
+     * bit (wait.c:97), and looks (wait.c:99) when the bit is set or on every
+     * 1024th round (wait.c:98).  A round whose loads find phase <= tk, the
      * bit clear, and (if it looks) the token still pending changes nothing
      * but the spinner's locals; such rounds are folded into one blocking step
      * that waits until a round can see news: `phase` past tk, the bit, or
@@ -338,35 +408,35 @@ inline block(tk, tmd)
      * caught (P5) by the round's first access. */
     do
     :: atomic { ACCESS; phase > tk || (futex & FUT_CANC) || (state & (CANC | FIN)) || dead } ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:70,89 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:74,94 */
        if
        :: tmp > tk -> r = 0; goto blockdone
        :: else -> skip
        fi;
-       atomic { ACCESS; tmp = futex };                   /* wait.c:92 */
+       atomic { ACCESS; tmp = futex };                   /* wait.c:97 */
        if
-       :: skip ->                                        /* wait.c:92-93: the cancel bit, or i % 1024 == 0 */
+       :: skip ->                                        /* wait.c:97-98: the cancel bit, or i % 1024 == 0 */
           tmp = 0;
-          look(r, tk);                                   /* wait.c:94 */
+          look(r, tk);                                   /* wait.c:99 */
           if :: !PENDING(r) -> goto blockdone :: else -> skip fi
        :: !(tmp & FUT_CANC) -> tmp = 0                   /* no bit, not a 1024th round */
        fi
-    :: tmd ->                                            /* wait.c:101-104: deadline, one more look */
+    :: tmd ->                                            /* wait.c:106-109: deadline, one more look */
        look(r, tk);
        r = (PENDING(r) -> ETIMEDOUT : r);
        goto blockdone
-    :: break                                             /* wait.c:78,113: park */
+    :: break                                             /* wait.c:82,127: park */
     od;
-    /* The park loop, wait.c:129-151. */
+    /* The park loop, wait.c:143-169. */
     do
-    :: atomic { ACCESS; v = futex };                     /* wait.c:134: the word before the look */
-       look(r, tk);                                      /* wait.c:135 */
+    :: atomic { ACCESS; v = futex };                     /* wait.c:148: the word before the look */
+       look(r, tk);                                      /* wait.c:149 */
        if :: !PENDING(r) -> goto blockdone :: else -> skip fi;
-       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:136 */
+       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:150 */
        if
-       :: r == EBUSY -> goto parkagain                   /* wait.c:137-139: yield */
+       :: r == EBUSY -> goto parkagain                   /* wait.c:151-153: yield */
 #if FIX_CANCEL_PARK
-       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:137-139: cancelled, looked complete: yield */
+       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:151-153: cancelled, looked complete: yield */
 #endif
        :: else -> skip
        fi;
@@ -374,7 +444,7 @@ inline block(tk, tmd)
        /* bug 2: sleep without announcing PARKED */
 #else
        if
-       :: !(s & PARKED) ->                               /* wait.c:143-146 */
+       :: !(s & PARKED) ->                               /* wait.c:157-160 */
           atomic {
               ACCESS;
               if
@@ -386,11 +456,11 @@ inline block(tk, tmd)
        :: else -> skip
        fi;
 #endif
-       futex_wait(r, v, tmd);                            /* wait.c:147 */
+       futex_wait(r, v, tmd);                            /* wait.c:163 */
        if
        :: r == ETIMEDOUT ->
-          look(r, tk);                                   /* wait.c:148 */
-          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:149 */
+          look(r, tk);                                   /* wait.c:166 */
+          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:167 */
           goto blockdone
        :: else -> skip
        fi;
@@ -401,13 +471,13 @@ blockdone:
     cur = 0; s = 0; ok = 0; tmp = 0; v = 0
 }
 
-/* enter, wait.c:161-186: announce, then wait out a destroy's mark.
+/* enter, wait.c:179-204: announce, then wait out a destroy's mark.
  *
  * The hazard-slot fences (hazard.c:11-21).  The C orders the slot store
- * before the waiter's next loads with a "light" fence (wait.c:169,
- * abar_internal.h:225-232: only a compiler barrier where membarrier is
+ * before the waiter's next loads with a "light" fence (wait.c:187,
+ * abar_internal.h:236-243: only a compiler barrier where membarrier is
  * registered) and destroy's mark before its slot loads with a "heavy" one
- * (lifecycle.c:93, hazard.c:50-60: membarrier PRIVATE_EXPEDITED, then a
+ * (lifecycle.c:95, hazard.c:50-60: membarrier PRIVATE_EXPEDITED, then a
  * seq_cst fence).  The model is sequentially consistent, i.e. it assumes a
  * full fence on both sides; that is sound for the asymmetric pair because
  * the pair gives the same guarantee for this store-load (Dekker) pattern:
@@ -426,18 +496,18 @@ blockdone:
 inline enter()
 {
 #if PSHARED
-    atomic { ACCESS; inside++ };                         /* wait.c:173 */
+    atomic { ACCESS; inside++ };                         /* wait.c:191 */
 #else
-    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:165, light fence 169 */
+    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:183, light fence 169 */
 #endif
     entered = 1;
     do
-    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:178 */
-    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:179: destroyed */
+    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:196 */
+    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:197: destroyed */
        entered = 0; break
     od;
     if
-    :: !entered ->                                       /* wait.c:180 leave */
+    :: !entered ->                                       /* wait.c:198 leave */
 #if PSHARED
        atomic { inside-- }
 #else
@@ -447,24 +517,24 @@ inline enter()
     fi
 }
 
-/* leave, wait.c:190-198: after it this thread touches the barrier no more. */
+/* leave, wait.c:208-216: after it this thread touches the barrier no more. */
 inline leave()
 {
 #if PSHARED
-    atomic { ACCESS; inside-- }                          /* wait.c:193 */
+    atomic { ACCESS; inside-- }                          /* wait.c:211 */
 #else
-    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:196 */
+    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:214 */
 #endif
 }
 
-/* wait_registered, wait.c:201-208 (the caller, wait_common, found the token
- * not yet complete on the release words, wait.c:218). */
+/* wait_registered, wait.c:219-226 (the caller, wait_common, found the token
+ * not yet complete on the release words, wait.c:236). */
 inline wait_registered(tk, tmd)
 {
-    enter();                                             /* wait.c:204 */
+    enter();                                             /* wait.c:222 */
     assert(entered);                                     /* no destroy races these waits */
-    block(tk, tmd);                                      /* wait.c:205 */
-    leave()                                              /* wait.c:206 */
+    block(tk, tmd);                                      /* wait.c:223 */
+    leave()                                              /* wait.c:224 */
 }
 
 /* What a returned wait may say (P1, P4). */
@@ -478,7 +548,7 @@ inline check_wait(tk, res, tmd)
     fi
 }
 
-/* publish, arrive.c:159-185: release the waiters of phase p after the
+/* publish, arrive.c:161-187: release the waiters of phase p after the
  * release CAS on `state`, which found PARKED if prk.  Only then the futex
  * word changes: its count bits, by CAS, keeping the cancel bit (a cancel may
  * set it meanwhile).  Uses tmp (the caller's is dead by now). */
@@ -488,9 +558,9 @@ inline publish(p, prk)
     /* bug 7: the futex word is not changed although PARKED */
 #else
     if
-    :: prk ->                                            /* arrive.c:177 */
-       atomic { ACCESS; tmp = futex };                   /* arrive.c:178: f */
-       do                                                /* arrive.c:179-181 */
+    :: prk ->                                            /* arrive.c:179 */
+       atomic { ACCESS; tmp = futex };                   /* arrive.c:180: f */
+       do                                                /* arrive.c:181-183 */
        :: atomic {
               ACCESS;
               if
@@ -511,45 +581,45 @@ inline publish(p, prk)
     fi;
 #endif
 #if MUTANT != 1
-    atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* arrive.c:183: the last access */
+    atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* arrive.c:185: the last access */
 #endif
 #if MUTANT == 3
     skip                                                 /* bug 3: never wake */
 #else
     if
-    :: prk -> futex_wake_all()                           /* arrive.c:184 */
+    :: prk -> futex_wake_all()                           /* arrive.c:186 */
     :: else -> skip
     fi
 #endif
 }
 
-/* abar__complete, arrive.c:121-157, for phase p whose last arrival made ns
+/* abar__complete, arrive.c:123-159, for phase p whose last arrival made ns
  * (bug 1 stores `phase` before the state CAS; publish then leaves it out). */
 inline complete(p, ns)
 {
-    atomic {                                             /* arrive.c:125-130: the completion */
+    atomic {                                             /* arrive.c:127-132: the completion */
         ACCESS;
         assert(arrived[p] == GEXP(p));                   /* P1: every arrival counted */
         assert(!released[p]);                            /* P1: before any release */
         compl[p]++;
         assert(compl[p] == 1)                            /* P1: exactly once */
     };
-    atomic { ACCESS; next = expected - DROPS(ns) };      /* arrive.c:134 */
+    atomic { ACCESS; next = expected - DROPS(ns) };      /* arrive.c:136 */
     if
-    :: DROPS(ns) -> atomic { ACCESS; expected = next }   /* arrive.c:135 */
+    :: DROPS(ns) -> atomic { ACCESS; expected = next }   /* arrive.c:137 */
     :: else -> skip
     fi;
-    atomic { ACCESS; phase == p };                       /* arrive.c:138: publish in order */
+    atomic { ACCESS; phase == p };                       /* arrive.c:140: publish in order */
 #if MUTANT == 1
     atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* bug 1: release before the state CAS */
 #endif
-    atomic { ACCESS; cur_s = state };                    /* arrive.c:139 */
-    do                                                   /* arrive.c:146-155 */
+    atomic { ACCESS; cur_s = state };                    /* arrive.c:141 */
+    do                                                   /* arrive.c:148-157 */
     :: atomic {
            ACCESS;
            if
-           :: PEND(cur_s) != 0 -> cur_s = state; ok = 0  /* arrive.c:147-149: an undo pending */
-           :: PEND(cur_s) == 0 && state == cur_s ->      /* arrive.c:150-153 */
+           :: PEND(cur_s) != 0 -> cur_s = state; ok = 0  /* arrive.c:149-151: an undo pending */
+           :: PEND(cur_s) == 0 && state == cur_s ->      /* arrive.c:152-155 */
               state = MAKE(p + 1, next, (cur_s & CANC) | (next == 0 -> FIN : 0));
               gS = p + 1;
               gexp[p + 1] = GEXP(p) - gdrops[p];
@@ -561,16 +631,16 @@ inline complete(p, ns)
        };
        if :: ok -> break :: else -> skip fi
     od;
-    publish(p, (cur_s & PARKED));                        /* arrive.c:156 */
+    publish(p, (cur_s & PARKED));                        /* arrive.c:158 */
     cur_s = 0; next = 0; ok = 0
 }
 
 #if PAIR
 /* pair_last, arrive.c:21-51: the last arrival of a pair's phase (PAIR: the
  * barrier expects N <= ABAR__PAIR_MAX threads and has no completion
- * function, arrive.c:65) counts itself and opens phase p+1 in one CAS, then
+ * function, arrive.c:67) counts itself and opens phase p+1 in one CAS, then
  * publishes.  ok = 1 if it did (token in tp); else nothing changed and the
- * general path counts the arrival.  tmp holds `before` (arrive.c:61). */
+ * general path counts the arrival.  tmp holds `before` (arrive.c:63). */
 inline pair_last()
 {
     ok = 0;
@@ -618,23 +688,287 @@ inline pair_last()
 }
 #endif
 
-/* arrive_live, arrive.c:55-100 (abar_arrive and the others reach it through
- * arrive(), arrive.c:102-110, arrive_and_wait through abar__arrive1, 112):
+#if TREE
+/* lf_age, tree.c:79-87: how many phases the leaf's tag is behind p, or
+ * NEWER (the C's -1: p has completed). */
+inline lf_age(res, wv, p)
+{
+    res = ((p) - LTAG(wv)) & TMASK;
+    if :: res >= (TMASK >> 1) -> res = NEWER :: else -> skip fi
+}
+
+/* forward, tree.c:172-189: the leaf (or leaves) this thread filled go to
+ * the state word in one fetch_add: units off pending, drops on.  Refused
+ * (cancelled) it is taken back (bug 15: never).  The forward that takes
+ * pending to 0 completes phase pp. */
+inline forward(units, drps)
+{
+    atomic {                                             /* tree.c:178 */
+        ACCESS; s = state; state = state + (drps) * DROP_ONE - (units); ns = state;
+        if
+        :: !(s & (CANC | FIN)) && PEND(s) >= (units) ->
+           assert(!gcancel);                             /* P4: nothing counted after cancel */
+           assert(pp == gS)                              /* P2: the leaf was of the open phase */
+        :: else -> skip
+        fi
+    };
+    if
+    :: (s & (CANC | FIN)) || PEND(s) < (units) ->        /* tree.c:179 */
+#if MUTANT == 15
+       skip                                              /* bug 15: the refused forward stays */
+#else
+       atomic { ACCESS; state = state - ((drps) * DROP_ONE - (units)) } /* tree.c:182 */
+#endif
+    :: else ->
+       if
+       :: PEND(ns) == 0 -> complete(pp, ns); lst = 1     /* tree.c:185-186 */
+       :: else -> skip
+       fi
+    fi
+}
+
+/* none_free, tree.c:193-204: no unit was free at phase p.  res: a verdict,
+ * or 0 to look again. */
+inline none_free(res, p)
+{
+    atomic { ACCESS; s = state };                        /* tree.c:196 */
+    if
+    :: s & (CANC | FIN) -> res = ECANCELED               /* tree.c:197 */
+    :: else ->
+       atomic { ACCESS; tmp = phase };                   /* tree.c:198 */
+       if
+       :: tmp != (p) -> res = 0
+       :: tmp == (p) && STPH(s) != LO(p) -> res = 0      /* tree.c:199-201: not yet published */
+       :: tmp == (p) && STPH(s) == LO(p) -> res = EINVAL /* tree.c:203 */
+       fi;
+       tmp = 0
+    fi;
+    s = 0
+}
+
+/* abar__tree_arrive1, tree.c:207-256: one arrival (a drop if drp).  The
+ * leaf tried first is any leaf: the C's (home_leaf, tree.c:159-168, and
+ * tree.c:242) depends on the thread's history, so every choice is explored.
+ * The ghosts count the arrival at the CAS that takes its unit. */
+inline tree_arrive1(drp)
+{
+    if :: hl = 0 :: hl = 1 fi;                           /* tree.c:213 */
+    do
+    :: atomic { ACCESS; pp = phase };                    /* tree.c:219 */
+       atomic { ACCESS; tmp = futex };                   /* tree.c:220 */
+       if
+       :: tmp & FUT_CANC -> tmp = 0; r = ECANCELED; goto tree1done /* tree.c:221 */
+       :: else -> tmp = 0
+       fi;
+       atomic { ACCESS; e = expected };                  /* tree.c:222 */
+       locked = 0; newer = 0; j = hl; kk = 0;
+       do                                                /* tree.c:225 */
+       :: kk < NL && !newer ->
+          q = QUOTA(e, j);                               /* tree.c:226 */
+          if
+#if MUTANT == 17
+          :: true ->                                     /* bug 17: a leaf with no unit is not skipped */
+#else
+          :: q > 0 ->                                    /* tree.c:227 */
+#endif
+             atomic { ACCESS; w = leaf[j] };             /* tree.c:228 */
+             do
+             :: lf_age(age, w, pp);                      /* tree.c:231 */
+#if MUTANT != 16
+                if :: w & LK -> locked = 1; break :: else -> skip fi; /* tree.c:232 */
+#endif
+                if :: age == NEWER -> newer = 1; break :: else -> skip fi; /* tree.c:233 */
+                if
+                :: age > 0 -> nw = LMAKE(pp, q, 1, drp)  /* tree.c:234: first of phase pp */
+                :: age == 0 && LT(w) < LQ(w) -> nw = w + 1 + ((drp) -> LDROP : 0) /* tree.c:235 */
+                :: age == 0 && LT(w) >= LQ(w) -> break   /* tree.c:236: full */
+                fi;
+                atomic {                                 /* tree.c:240 CAS */
+                    ACCESS;
+                    if
+                    :: leaf[j] == w ->
+                       leaf[j] = nw; ok = 1;
+                       assert(pp == gS);                 /* P2: the unit is of the open phase */
+                       arrived[gS] = arrived[gS] + 1;
+                       gdrops[gS] = gdrops[gS] + ((drp) -> 1 : 0)
+                    :: else -> w = leaf[j]; ok = 0
+                    fi
+                };
+                if
+                :: ok ->
+                   if
+                   :: LT(nw) == LQ(nw) -> forward(LQ(nw), LD(nw)) /* tree.c:243 */
+                   :: else -> skip
+                   fi;
+                   tp = pp; r = 0; goto tree1done        /* tree.c:244 */
+                :: else -> skip
+                fi
+             od
+          :: else -> skip
+          fi;
+          kk++; j = (j + 1 == NL -> 0 : j + 1)
+       :: else -> break
+       od;
+       if
+       :: newer -> skip                                  /* tree.c:248 */
+       :: !newer && locked -> skip                       /* tree.c:249-251 */
+       :: !newer && !locked ->
+          none_free(err, pp);                            /* tree.c:253 */
+          if :: err -> r = err; goto tree1done :: else -> skip fi /* tree.c:254 */
+       fi
+    od;
+tree1done:
+    pp = 0; e = 0; q = 0; hl = 0; j = 0; kk = 0; age = 0; w = 0; nw = 0;
+    locked = 0; newer = 0; err = 0; ok = 0; s = 0; ns = 0
+}
+
+/* unlock_all, tree.c:263-273: leaves [0, upto) this thread locked, the
+ * full ones first, the partly filled last (bug 14: the other way round). */
+#if MUTANT == 14
+#define PASS_FULL 1
+#else
+#define PASS_FULL 0
+#endif
+inline unlock_all(upto)
+{
+    lim = upto; pass = 0;
+    do
+    :: pass < 2 ->
+       j = 0;
+       do
+       :: j < lim ->
+          if
+          :: held[j] != 0 && ((LT(held[j]) == LQ(held[j])) == (pass == PASS_FULL)) ->
+             atomic { ACCESS; leaf[j] = held[j] - LK }   /* tree.c:271 */
+          :: else -> skip
+          fi;
+          j++
+       :: else -> break
+       od;
+       pass++
+    :: else -> break
+    od;
+    lim = 0; pass = 0; j = 0
+}
+
+/* abar__tree_arrive_n, tree.c:276-349: n > 1 arrivals, all or nothing.
+ * The ghosts count them when they are decided (every leaf with units
+ * locked, so the phase cannot end before the unlocks). */
+inline tree_arrive_n(n)
+{
+    do
+    :: atomic { ACCESS; pp = phase };                    /* tree.c:285 */
+       atomic { ACCESS; tmp = futex };                   /* tree.c:286 */
+       if
+       :: tmp & FUT_CANC -> tmp = 0; r = ECANCELED; goto treendone /* tree.c:287 */
+       :: else -> tmp = 0
+       fi;
+       atomic { ACCESS; e = expected };                  /* tree.c:288 */
+       fu = 0; newer = 0; j = 0;
+       do                                                /* tree.c:292: lock, in index order */
+       :: j < NL && !newer ->
+          held[j] = 0; q = QUOTA(e, j);                  /* tree.c:293-295 */
+          if
+          :: q > 0 ->
+             atomic { ACCESS; w = leaf[j] };             /* tree.c:296 */
+             do
+             :: w & LK ->                                /* tree.c:298-301, folded: wait for the unlock */
+                atomic { (!(leaf[j] & LK) || dead) -> ACCESS; w = leaf[j] }
+             :: !(w & LK) ->
+                lf_age(age, w, pp);                      /* tree.c:303 */
+                if :: age == NEWER -> newer = 1; break :: else -> skip fi; /* tree.c:304 */
+                nw = (age > 0 -> LMAKE(pp, q, 0, 0) : w) | LK; /* tree.c:305 */
+                atomic {                                 /* tree.c:307 CAS */
+                    ACCESS;
+                    if
+                    :: leaf[j] == w -> leaf[j] = nw; ok = 1
+                    :: else -> w = leaf[j]; ok = 0
+                    fi
+                };
+                if
+                :: ok -> held[j] = nw; fu = fu + LQ(nw) - LT(nw); break /* tree.c:309-311 */
+                :: else -> skip
+                fi
+             od
+          :: else -> skip
+          fi;
+          j++
+       :: else -> break
+       od;
+       if
+       :: newer -> unlock_all(j)                         /* tree.c:315-317 */
+       :: !newer && fu < (n) ->                          /* tree.c:319: refused, or pp is over */
+          err = 0;
+          if
+          :: fu > 0 ->
+             atomic { ACCESS; s = state };               /* tree.c:325 */
+             err = ((s & (CANC | FIN)) -> ECANCELED : EINVAL); s = 0
+          :: else -> skip
+          fi;
+          unlock_all(NL);                                /* tree.c:328 */
+          if :: err == 0 -> none_free(err, pp) :: else -> skip fi; /* tree.c:329 */
+          if :: err -> r = err; goto treendone :: else -> skip fi  /* tree.c:330-331 */
+       :: !newer && fu >= (n) ->
+          lft = (n); units = 0; drps = 0; j = 0;
+          do                                             /* tree.c:335-345: take n units */
+          :: j < NL && lft > 0 ->
+             if
+             :: held[j] != 0 ->
+                take = LQ(held[j]) - LT(held[j]);
+                if :: take > lft -> take = lft :: else -> skip fi;
+                if
+                :: take > 0 ->
+                   held[j] = held[j] + take; lft = lft - take;
+                   if
+                   :: LT(held[j]) == LQ(held[j]) -> units = units + LQ(held[j]); drps = drps + LD(held[j])
+                   :: else -> skip
+                   fi
+                :: else -> skip
+                fi
+             :: else -> skip
+             fi;
+             j++
+          :: else -> break
+          od;
+          atomic {                                       /* ghost: the n arrivals are decided */
+              assert(pp == gS);                          /* P2 */
+              arrived[gS] = arrived[gS] + (n)
+          };
+          unlock_all(NL);                                /* tree.c:347 */
+          if :: units > 0 -> forward(units, drps) :: else -> skip fi; /* tree.c:348 */
+          tp = pp; r = 0; goto treendone                 /* tree.c:349 */
+       fi
+    od;
+treendone:
+    pp = 0; e = 0; q = 0; j = 0; age = 0; w = 0; nw = 0; newer = 0; err = 0; ok = 0;
+    fu = 0; lft = 0; units = 0; drps = 0; take = 0; s = 0; ns = 0;
+    held[0] = 0; held[1] = 0
+}
+#endif
+
+/* arrive_live, arrive.c:55-102 (abar_arrive and the others reach it through
+ * arrive(), arrive.c:104-112, arrive_and_wait through abar__arrive1, 114):
  * n arrivals (a drop if drp); token in tp, r = error, lst = this call
  * completed the phase (*last). */
 inline arrive(n, drp)
 {
     lst = 0;
+#if TREE
+    if
+    :: (n) == 1 -> tree_arrive1(drp)                     /* arrive.c:59-60 */
+    :: else -> tree_arrive_n(n)
+    fi
+#else
 #if FIX_ARRIVAL_PHASE
-    atomic { ACCESS; tmp = phase };                      /* arrive.c:61: before the RMW */
+    atomic { ACCESS; tmp = phase };                      /* arrive.c:63: before the RMW */
 #endif
     if
-    :: (n) == 1 && !(drp) ->                             /* arrive.c:63 */
+    :: (n) == 1 && !(drp) ->                             /* arrive.c:65 */
 #if PAIR
-       pair_last();                                      /* arrive.c:65 */
-       if :: ok -> r = 0; lst = 1; goto arrivedone :: else -> skip fi; /* arrive.c:67 */
+       pair_last();                                      /* arrive.c:67 */
+       if :: ok -> r = 0; lst = 1; goto arrivedone :: else -> skip fi; /* arrive.c:69 */
 #endif
-       atomic {                                          /* arrive.c:73 fetch_sub */
+       atomic {                                          /* arrive.c:75 fetch_sub */
            ACCESS; s = state; state = state - 1; ns = s - 1;
            if
            :: !(s & (CANC | FIN)) && PEND(s) >= 1 ->
@@ -644,7 +978,7 @@ inline arrive(n, drp)
            fi
        };
        if
-       :: (s & (CANC | FIN)) || PEND(s) < 1 ->           /* arrive.c:75-81: undo (79) */
+       :: (s & (CANC | FIN)) || PEND(s) < 1 ->           /* arrive.c:77-83: undo (81) */
 #if MUTANT == 9
           skip;                                          /* bug 9: the refused arrival is never undone */
 #else
@@ -654,13 +988,13 @@ inline arrive(n, drp)
        :: else -> r = 0
        fi
     :: else ->
-       atomic { ACCESS; s = state };                     /* arrive.c:83 */
+       atomic { ACCESS; s = state };                     /* arrive.c:85 */
        do
-       :: (s & (CANC | FIN)) -> r = ECANCELED; break     /* arrive.c:85 */
-       :: !(s & (CANC | FIN)) && (n) > PEND(s) -> r = EINVAL; break /* arrive.c:88 */
+       :: (s & (CANC | FIN)) -> r = ECANCELED; break     /* arrive.c:87 */
+       :: !(s & (CANC | FIN)) && (n) > PEND(s) -> r = EINVAL; break /* arrive.c:90 */
        :: !(s & (CANC | FIN)) && (n) <= PEND(s) ->
-          ns = s - (n) + ((drp) -> DROP_ONE : 0);        /* arrive.c:89 */
-          atomic {                                       /* arrive.c:91 */
+          ns = s - (n) + ((drp) -> DROP_ONE : 0);        /* arrive.c:91 */
+          atomic {                                       /* arrive.c:93 */
               ACCESS;
               if
               :: state == s ->
@@ -677,7 +1011,7 @@ inline arrive(n, drp)
     if
     :: r == 0 ->
 #if FIX_ARRIVAL_PHASE
-       tp = tmp + ((STPH(s) - tmp) & PMASK);             /* arrive.c:94, 14-17: no access after the RMW */
+       tp = tmp + ((STPH(s) - tmp) & PMASK);             /* arrive.c:96, 14-17: no access after the RMW */
        assert(tp == gph);
 #else
        atomic {                                          /* before 8fb3cd8: arrival_phase read phase here */
@@ -688,13 +1022,14 @@ inline arrive(n, drp)
 #endif
        tmp = 0; gph = 0;
        if
-       :: PEND(ns) == 0 -> complete(tp, ns); lst = 1     /* arrive.c:95-97 */
+       :: PEND(ns) == 0 -> complete(tp, ns); lst = 1     /* arrive.c:97-99 */
        :: else -> skip
        fi
     :: else -> skip
     fi;
 arrivedone:
     ns = 0; s = 0; ok = 0; tmp = 0
+#endif
 }
 
 #if AW_REGISTERED
@@ -750,32 +1085,32 @@ inline arrive_registered()
 }
 #endif
 
-/* abar_cancel, lifecycle.c:103-121 */
+/* abar_cancel, lifecycle.c:106-124 */
 inline cancel()
 {
-    atomic { ACCESS; old = state; state = state | CANC; gcancel = 1 }; /* lifecycle.c:108 */
+    atomic { ACCESS; old = state; state = state | CANC; gcancel = 1 }; /* lifecycle.c:111 */
     if
-    :: old & CANC -> skip                                /* lifecycle.c:109 */
+    :: old & CANC -> skip                                /* lifecycle.c:112 */
     :: else ->
 #if MUTANT != 5
-       atomic { ACCESS; futex = futex | FUT_CANC };      /* lifecycle.c:115: fetch_or of bit 31 */
+       atomic { ACCESS; futex = futex | FUT_CANC };      /* lifecycle.c:118: fetch_or of bit 31 */
 #endif
        if
-       :: (old & PARKED) || FIX_CANCEL_WAKE -> futex_wake_all() /* lifecycle.c:119 (before 8fb3cd8: only if PARKED) */
+       :: (old & PARKED) || FIX_CANCEL_WAKE -> futex_wake_all() /* lifecycle.c:122 (before 8fb3cd8: only if PARKED) */
        :: else -> skip
        fi
     fi
 }
 
-/* abar_destroy, lifecycle.c:79-101 */
+/* abar_destroy, lifecycle.c:81-104 */
 inline destroy()
 {
-    atomic { ACCESS; sread = state };                    /* lifecycle.c:84 */
-    atomic { ACCESS; tmp = phase };                      /* lifecycle.c:85 */
+    atomic { ACCESS; sread = state };                    /* lifecycle.c:86 */
+    atomic { ACCESS; tmp = phase };                      /* lifecycle.c:87 */
     if
     :: COMPLETING(sread) || STPH(sread) != LO(tmp) -> r = EBUSY
     :: else ->
-       atomic {                                          /* lifecycle.c:89 CAS 0 -> DEAD */
+       atomic {                                          /* lifecycle.c:91 CAS 0 -> DEAD */
            ACCESS;
            if
            :: inside == 0 -> inside = INSIDE_DEAD; ok = 1
@@ -786,16 +1121,16 @@ inline destroy()
        :: !ok -> r = EBUSY
        :: else ->
 #if !PSHARED
-          /* lifecycle.c:93-94: the heavy fence (see enter), then the
+          /* lifecycle.c:95-96: the heavy fence (see enter), then the
            * hazard slots (hazard.c:108-115, read as one step: a slot
            * set after the scan passed it belongs to a waiter that then
-           * sees the mark, wait.c:178) */
+           * sees the mark, wait.c:196) */
           atomic { ACCESS; i = 0; do :: i < NPROC && !slot[i] -> i++ :: else -> break od };
           if
-          :: i < NPROC -> atomic { ACCESS; inside = inside & ~INSIDE_DEAD }; r = EBUSY /* lifecycle.c:95-96 */
+          :: i < NPROC -> atomic { ACCESS; inside = inside & ~INSIDE_DEAD }; r = EBUSY /* lifecycle.c:96-98 */
           :: else ->
 #endif
-             atomic { ACCESS; dead = 1 }; r = 0          /* lifecycle.c:99 */
+             atomic { ACCESS; dead = 1 }; r = 0          /* lifecycle.c:101 */
 #if !PSHARED
           fi;
           i = 0
@@ -811,6 +1146,10 @@ inline destroy()
 #define OP_DROP   4  /* abar_arrive_and_drop, then leave */
 #define OP_ONLY   5  /* abar_arrive, no wait, then leave (last phase only) */
 
+/* How many a worker's abar_arrive counts: NARR for worker 1 with NARR
+ * (abar_arrive_n, arrive.c:197), else 1. */
+#define ARRN ((NARR && _pid == 1) -> NARR : 1)
+
 /* Worker 0 never drops and destroys the barrier after its last wait. */
 active [N] proctype worker()
 {
@@ -818,6 +1157,11 @@ active [N] proctype worker()
     int s, ns, sread, cur_s;
     byte r;
     bool ok, timed, lastph, entered, lst, left;
+#if TREE
+    byte pp, e, q, hl, j, kk, age, err, fu, lft, take, units, drps, pass, lim;
+    int w, nw, held[NL];
+    bool locked, newer;
+#endif
 
     do
     :: k == NPH -> break
@@ -827,27 +1171,27 @@ active [N] proctype worker()
         * worker 0: AW, SPLIT, TIMED; worker 1: AW, SPLIT, ONLY (last);
         * worker 2: AW, DROP, ONLY (last). */
        if
-       :: op = OP_AW
+       :: !(NARR && _pid == 1) -> op = OP_AW
        :: (_pid == 0 || (_pid == 1 || FULL_MENU) && (!lastph || SPLIT_FINAL)) -> op = OP_SPLIT
        :: (_pid == 0 || FULL_MENU && (!lastph || SPLIT_FINAL)) -> op = OP_TIMED
-       :: (_pid == 2 || FULL_MENU && _pid != 0) -> op = OP_DROP
+       :: (_pid == 2 || FULL_MENU && _pid != 0) && !(NARR && _pid == 1) -> op = OP_DROP
        :: lastph && _pid != 0 && !NO_ONLY -> op = OP_ONLY
        fi;
 #if MUTANT == 6
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
        if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:275 */
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:293 */
        :: else -> skip
        fi;
 #endif
 #if AW_REGISTERED
        if
        :: op == OP_AW -> arrive_registered()             /* wait.c@4d5ff95:245 */
-       :: else -> arrive(1, op == OP_DROP)
+       :: else -> arrive(ARRN, op == OP_DROP)
        fi;
 #else
-       arrive(1, op == OP_DROP);                         /* wait.c:276 / arrive.c:112, 185-189, 197-201 */
+       arrive(ARRN, op == OP_DROP);                      /* wait.c:294 / arrive.c:114, 191-207 */
 #endif
 #if MUTANT == 6
        if :: op == OP_AW -> enter() :: else -> skip fi;
@@ -863,29 +1207,29 @@ active [N] proctype worker()
           leave(); left = 1;                             /* bug 13: leaves right after its arrival */
 #endif
           if
-          :: lst -> skip                                 /* wait.c:279: we completed it */
+          :: lst -> skip                                 /* wait.c:297: we completed it */
           :: else ->
-             atomic { ACCESS; tmp = phase };             /* wait.c:282: released meanwhile? */
+             atomic { ACCESS; tmp = phase };             /* wait.c:300: released meanwhile? */
              if
 #if MUTANT == 12
              :: tmp >= tp -> tmp = 0                     /* bug 12: `phase` == tp taken as released */
 #else
-             :: tmp > tp -> tmp = 0                      /* wait.c:282 */
+             :: tmp > tp -> tmp = 0                      /* wait.c:300 */
 #endif
 #if MUTANT == 13
              :: else -> tmp = 0; wait_registered(tp, 0)  /* bug 13: then waits as abar_wait does */
 #else
-             :: else -> tmp = 0; block(tp, 0)            /* wait.c:283 */
+             :: else -> tmp = 0; block(tp, 0)            /* wait.c:301 */
 #endif
              fi
           fi;
           check_wait(tp, r, 0)
        :: r == 0 && (op == OP_SPLIT || op == OP_TIMED) ->
-          do                                             /* wait_common, wait.c:210-230 */
-          :: atomic { ACCESS; tmp = phase };             /* wait.c:218 */
+          do                                             /* wait_common, wait.c:228-248 */
+          :: atomic { ACCESS; tmp = phase };             /* wait.c:236 */
              if
              :: tp < tmp -> r = 0; tmp = 0
-             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:229 */
+             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:247 */
              fi;
              check_wait(tp, r, timed);
              if
@@ -896,7 +1240,7 @@ active [N] proctype worker()
        :: else -> skip
        fi;
        if
-       :: op == OP_AW && !left -> leave()                /* wait.c:284 */
+       :: op == OP_AW && !left -> leave()                /* wait.c:302 */
        :: else -> skip
        fi;
        if
@@ -941,7 +1285,7 @@ active proctype canceller()
 #endif
 
 #if OBSERVER
-/* A non-participant: abar_current, then abar_wait (wait.c:244-252, 179-199). */
+/* A non-participant: abar_current, then abar_wait (wait.c:262-270, 179-199). */
 active proctype observer()
 {
     byte tp, cur, ph1, ph2, gsr, tmp, i, v;
@@ -949,17 +1293,17 @@ active proctype observer()
     byte r;
     bool ok, entered;
 
-    snapshot(cur, s);                                    /* wait.c:249 */
+    snapshot(cur, s);                                    /* wait.c:267 */
     if
-    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:250 */
-    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:251 */
+    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:268 */
+    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:269 */
     fi;
     if
     :: r == 0 && tp < NPH ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:218 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:236 */
        if
        :: tp < tmp -> r = 0; tmp = 0
-       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:229 */
+       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:247 */
        fi;
        check_wait(tp, r, 0)
     :: else -> skip

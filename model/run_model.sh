@@ -6,7 +6,8 @@
 # quick (the CTest test `model`, a few minutes): the configurations below,
 #   exhaustively (with the AW_REGISTERED variant: arrive_and_wait's arrival
 #   of 4d5ff95), each must report "errors: 0" and a complete search; then
-#   the findings F1, F2, F4 (old code), each planted bug (MUTANT=1,2,3,5,6,7,8,11,12,13)
+#   the findings F1, F2, F4 (old code), each planted bug (MUTANT=1,2,3,5,6,7,8,11,12,13;
+#   the arrival tree's 14,15,16,17)
 #   and the unsafe usage SPLIT_FINAL=1 must be caught (errors > 0), so the
 #   check is known to be able to fail.  Then liveness (P6): a non-progress
 #   cycle search under weak fairness (pan -DNP, -l -f) on three
@@ -104,7 +105,20 @@ check atom-2x1-observer-pair ok -DN=2 -DNPH=1 -DATOMIC_SNAPSHOT=1 -DPAIR=1
 check variant-aw-registered-3x1      ok -DN=3 -DNPH=1 -DOBSERVER=0 -DCANCELLER=0 -DAW_REGISTERED=1
 check variant-aw-registered-2x2      ok -DN=2 -DNPH=2 -DOBSERVER=0 -DAW_REGISTERED=1
 check variant-aw-registered-2x2-pair ok -DN=2 -DNPH=2 -DOBSERVER=0 -DPAIR=1 -DAW_REGISTERED=1
+# The arrival tree (TREE=1, tree.c): leaves of quota 2 and 1; across phases
+# with a canceller; drops that leave a leaf without units; arrive_n's locks
+# (NARR=2, worker 1 arrives 2 at once), and the same arrive_n on the flat
+# barrier.
+check tree-3x1          ok -DN=3 -DNPH=1 -DOBSERVER=0 -DCANCELLER=0 -DTREE=1
+check tree-2x2-cancel   ok -DN=2 -DNPH=2 -DOBSERVER=0 -DTREE=1
+check tree-2x2-drops    ok -DN=2 -DNPH=2 -DOBSERVER=0 -DCANCELLER=0 -DFULL_MENU=1 -DTREE=1
+check tree-2x2-arrive-n ok -DN=2 -DNPH=2 -DOBSERVER=0 -DNARR=2 -DTREE=1
+check flat-2x2-arrive-n ok -DN=2 -DNPH=2 -DOBSERVER=0 -DNARR=2
 if [ "$mode" = full ]; then
+  # drops across phases with leaves of two units; an arrive_n that fills no
+  # leaf while it holds a full one locked (quotas 3 and 2: mutant 14's case)
+  check tree-3x2-drops    ok -DN=3 -DNPH=2 -DOBSERVER=0 -DCANCELLER=0 -DATOMIC_SNAPSHOT=1 -DTREE=1
+  check tree-4x1-arrive-n ok -DN=4 -DNPH=1 -DOBSERVER=0 -DCANCELLER=0 -DATOMIC_SNAPSHOT=1 -DNARR=2 -DTREE=1
   check atom-3x3-cancel   ok -DN=3 -DNPH=3 -DOBSERVER=0 -DATOMIC_SNAPSHOT=1
   check atom-3x2-observer ok -DN=3 -DNPH=2 -DATOMIC_SNAPSHOT=1
   check fid-3x2           ok -DN=3 -DNPH=2 -DOBSERVER=0 -DCANCELLER=0
@@ -134,6 +148,10 @@ check mutant8-pair-ignores-parked   bug $M -DMUTANT=8 -DPAIR=1
 check mutant11-registered-before-formula bug $M -DMUTANT=11 -DAW_REGISTERED=1
 check mutant12-aw-released-off-by-one   bug $M -DMUTANT=12
 check mutant13-aw-leaves-before-check   bug $M -DMUTANT=13
+check mutant14-tree-unlock-partial-first bug -DN=4 -DNPH=1 -DOBSERVER=0 -DCANCELLER=0 -DATOMIC_SNAPSHOT=1 -DNARR=2 -DTREE=1 -DMUTANT=14
+check mutant15-tree-forward-never-undone bug $M -DTREE=1 -DMUTANT=15
+check mutant16-tree-ignores-lock        bug $M -DNARR=2 -DTREE=1 -DMUTANT=16
+check mutant17-tree-zero-quota-leaf     bug $M -DCANCELLER=0 -DFULL_MENU=1 -DTREE=1 -DMUTANT=17
 check split-final-wait-vs-destroy   bug -DN=2 -DNPH=1 -DOBSERVER=0 -DCANCELLER=0 -DSPLIT_FINAL=1
 
 # Liveness (P6): every weakly fair execution terminates, i.e. no cycle in
@@ -173,6 +191,8 @@ live() {
 live fid-2x2-cancel  ok -DN=2 -DNPH=2 -DOBSERVER=0
 live fid-2x2-pair    ok -DN=2 -DNPH=2 -DOBSERVER=0 -DPAIR=1
 live atom-2x3-cancel ok -DN=2 -DNPH=3 -DOBSERVER=0 -DATOMIC_SNAPSHOT=1
+live tree-2x2-arrive-n ok -DN=2 -DNPH=2 -DOBSERVER=0 -DNARR=2 -DTREE=1
+live tree-2x2-drops  ok -DN=2 -DNPH=2 -DOBSERVER=0 -DCANCELLER=0 -DFULL_MENU=1 -DTREE=1
 if [ "$mode" = full ]; then
   live fid-3x1          ok -DN=3 -DNPH=1 -DOBSERVER=0 -DCANCELLER=0
   live fid-2x2-pshared  ok -DN=2 -DNPH=2 -DOBSERVER=0 -DPSHARED=1
