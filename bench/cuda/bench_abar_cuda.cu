@@ -233,11 +233,11 @@ __global__ void k_completion(int iters, int *sink)
  * (counter++) inlined, to see where the time over the plain barrier goes:
  *   0 per-thread mbarrier.arrive.noComplete, last arriver by pending count,
  *     membar.cta (__threadfence_block), completion, release arrival
- *   1 the same with fence.acq_rel.cta (what abar_cuda_cbar does)
+ *   1 the same with fence.acq_rel.cta
  *   2 one atom.acq_rel.cta.add counts down a word phase:12 | pending:20, the
  *     thread that takes it to zero completes and releases on a count-1
  *     mbarrier; the token's phase comes from the atom
- *   3 per-thread atom.acq_rel.cta.add on a counter, the phase in a second
+ *   3 (abar_cuda_cbar's design) per-thread atom.acq_rel.cta.add on a counter, the phase in a second
  *     word (read before arriving), release on a count-1 mbarrier
  *   4 design 2 with the completion through a generic pointer, as a
  *     completion function receives it (counter++ on an int *)
@@ -246,9 +246,9 @@ __global__ void k_completion(int iters, int *sink)
 #define D_N 7
 static const char *dname[D_N] = {
     "mbarrier noComplete per thread + pending count, membar.cta",
-    "mbarrier noComplete per thread + pending count, fence.acq_rel.cta (abar)",
+    "mbarrier noComplete per thread + pending count, fence.acq_rel.cta",
     "countdown word phase|pending, one atom.acq_rel + count-1 mbarrier",
-    "atomic counter + phase word + count-1 mbarrier",
+    "atomic counter + phase word + count-1 mbarrier (abar_cuda_cbar's design)",
     "design 2, completion through a generic int *", "design 1 without the fence (unsafe)",
     "design 1 without counter++",
 };

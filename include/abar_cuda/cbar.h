@@ -14,76 +14,97 @@
 /* Block barrier with a completion function                                 */
 /* ------------------------------------------------------------------------ */
 
-/* One thread; then __syncthreads.  fn may be NULL.  The mbarrier expects
- * expected + 1 arrivals: the participants arrive with .noComplete, so none of
- * them can complete the phase; the one whose arrival leaves only the reserved
- * arrival pending is the last, runs fn, and completes the phase with it. */
+/* One thread; then __syncthreads.  fn may be NULL. */
 ABAR_CUDA__INL int abar_cuda_cbar_init(abar_cuda_cbar_t *b, unsigned expected,
                                        abar_cuda_completion_fn *fn, void *arg)
 {
     if (expected == 0 || expected >= ABAR_CUDA_EXPECTED_MAX)
         return ABAR_CUDA_EINVAL;
-    abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&b->mbar), expected + 1);
+    abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&b->mbar), 1);
+    b->count = 0;
+    b->phase = expected;   /* phase 0 */
     b->fn = fn;
     b->arg = arg;
-    b->phase = 0;
     abar_cuda_ptx_fence_mbarrier_init();
     return 0;
 }
 
-/* After a noComplete arrival of n in phase ph: the last arriver (pending was
- * n + 1) acquires every earlier arrival's writes (their arrivals are
- * releases; fence.acq_rel.cta after reading the count makes it an acquire:
- * not membar.cta, the sequentially consistent fence __threadfence_block
- * emits, which the completion does not need), runs fn, and completes the
- * phase with a release arrival that every waiter's wait acquires: what fn
- * wrote is visible to every released thread (seed 001).  The next phase
- * number is ph + 1 from the token: no second read of b->phase. */
-ABAR_CUDA__INL void abar_cuda__cbar_after(abar_cuda_cbar_t *b, unsigned long long st, unsigned n,
-                                          unsigned ph, abar_cuda_completion_fn *fn, void *arg)
-{
-    unsigned pending = abar_cuda_ptx_mbarrier_pending_count(st);
-    if (pending == n + 1) {
-        abar_cuda_ptx_fence_acq_rel_cta();
-        *(volatile unsigned *)&b->phase = ph + 1;   /* released by the arrival below */
-        if (fn)
-            fn(arg);
-        (void)abar_cuda_ptx_mbarrier_arrive1(abar_cuda__smem(&b->mbar));
-    } else if (pending < n + 1) {
-        abar_cuda__fail("more arrivals in a phase than expected "
-                        "(an arrive when the countdown is already zero)", b, ph);
-    }
-}
-
-/* The token is the phase number, read before arriving (it cannot change
- * until this arrival is counted; the completer's increment was released by
- * the arrival that completed the previous phase, which this thread's wait
- * acquired).  Waits are parity waits: try_wait on the state a noComplete
- * arrival returns wakes later than a parity wait (docs/cuda.md). */
-ABAR_CUDA__INL abar_cuda_token_t abar_cuda__cbar_arrive(abar_cuda_cbar_t *b, unsigned n,
+/* n arrivals (one of them a drop if drop) in the open phase; returns its
+ * number (modulo 2^12), the token.
+ *
+ * Two words.  `phase` holds the completed phases (bits 20..31) and the
+ * open phase's expected count (bits 0..19, < 2^20), so one load gives an
+ * arrival both.  `count` holds the open phase's arrivals (bits 0..19) and
+ * drops (bits 20..31: at most one per thread of the block), so the one
+ * atom.acq_rel add that counts an arrival also tells the last arrival the
+ * phase's drops.  The arrival that brings the arrivals to the expected
+ * count is the last: its add acquired every earlier add of the phase (one
+ * release sequence on `count`), so the completion sees what every
+ * participant wrote before arriving -- no separate fence.  Until it
+ * releases the phase nobody else may touch the barrier (every participant
+ * has arrived), so it resets `count` and writes the next `phase` word with
+ * plain stores, runs fn, and completes the phase with the mbarrier's one
+ * arrival (a release that every waiter's parity wait acquires: fn's
+ * writes included, seed 001).
+ *
+ * `phase` is read before the add: the previous completer wrote it before
+ * its release, which this thread's own wait acquired (or it is that
+ * completer; before the first phase, init and a __syncthreads).  Measured
+ * against an mbarrier .noComplete count, warp-aggregated counts, and the
+ * same words with a branch or a load more: docs/cuda.md. */
+ABAR_CUDA__INL abar_cuda_token_t abar_cuda__cbar_arrive(abar_cuda_cbar_t *b, unsigned n, int drop,
                                                         abar_cuda_completion_fn *fn, void *arg)
 {
 #ifdef ABAR_CHECKED
     if (n == 0 || n > ABAR_CUDA_EXPECTED_MAX)
         abar_cuda__fail("arrival count must be 1 .. 2^20-1", b, 0);
 #endif
-    unsigned ph = *(volatile unsigned *)&b->phase;
-    unsigned long long st = abar_cuda_ptx_mbarrier_arrive_nocomplete(abar_cuda__smem(&b->mbar), n);
-    abar_cuda__cbar_after(b, st, n, ph, fn, arg);
+    const unsigned w = *(volatile unsigned *)&b->phase;
+    const unsigned ph = w >> 20, e = w & 0xFFFFFu;
+    const unsigned add = n | (drop ? 1u << 20 : 0u);
+    const unsigned old = abar_cuda_ptx_atom_add_acq_rel_cta(abar_cuda__smem(&b->count), add);
+    const unsigned arrived = (old & 0xFFFFFu) + n;
+    if (arrived == e) {
+        *(volatile unsigned *)&b->count = 0;
+        /* the next phase, expecting the drops fewer; released by the arrival below */
+        *(volatile unsigned *)&b->phase = ((ph + 1) << 20) | (e - ((old + add) >> 20));
+        if (fn)
+            fn(arg);
+        (void)abar_cuda_ptx_mbarrier_arrive1(abar_cuda__smem(&b->mbar));
+    }
+#ifdef ABAR_CHECKED
+    else if (e == 0) {
+        abar_cuda__fail("arrival on a barrier every participant has dropped", b, ph);
+    } else if (arrived > e) {
+        abar_cuda__fail("more arrivals in a phase than expected "
+                        "(an arrive when the countdown is already zero)", b, ph);
+    }
+#endif
     return abar_cuda__token(ph, b, ph);
 }
 
+/* The completion and its argument given at init, read before the arrival
+ * (volatile: the compiler would otherwise sink the loads into the last
+ * arrival's branch, after the atomic add, on the path to the release). */
+ABAR_CUDA__INL void *abar_cuda__cbar_arg(abar_cuda_cbar_t *b)
+{
+    return *(void *const volatile *)&b->arg;
+}
+ABAR_CUDA__INL abar_cuda_completion_fn *abar_cuda__cbar_fn(abar_cuda_cbar_t *b)
+{
+    return *(abar_cuda_completion_fn *const volatile *)&b->fn;
+}
+
 /* n arrivals; the last arriver runs the completion given at init, through
- * a pointer (an indirect call: on an H100 it costs more than the whole
- * barrier; ABAR_CUDA_CBAR_DEFINE gives the same form with a direct call). */
+ * a pointer (ABAR_CUDA_CBAR_DEFINE gives the same form with a direct call). */
 ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cbar_arrive_n(abar_cuda_cbar_t *b, unsigned n)
 {
-    return abar_cuda__cbar_arrive(b, n, b->fn, b->arg);
+    return abar_cuda__cbar_arrive(b, n, 0, abar_cuda__cbar_fn(b), abar_cuda__cbar_arg(b));
 }
 
 ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cbar_arrive(abar_cuda_cbar_t *b)
 {
-    return abar_cuda__cbar_arrive(b, 1, b->fn, b->arg);
+    return abar_cuda__cbar_arrive(b, 1, 0, abar_cuda__cbar_fn(b), abar_cuda__cbar_arg(b));
 }
 
 /* One arrival whose completion, if this arrival is the last, is fn(arg)
@@ -93,21 +114,13 @@ ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cbar_arrive(abar_cuda_cbar_t *b)
 ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cbar_arrive_with(abar_cuda_cbar_t *b,
                                                             abar_cuda_completion_fn *fn, void *arg)
 {
-    return abar_cuda__cbar_arrive(b, 1, fn, arg);
+    return abar_cuda__cbar_arrive(b, 1, 0, fn, arg);
 }
 
 /* Arrives, and expects one fewer arrival from the next phase on. */
-ABAR_CUDA__INL void abar_cuda__cbar_arrive_and_drop(abar_cuda_cbar_t *b, abar_cuda_completion_fn *fn,
-                                                   void *arg)
-{
-    unsigned ph = *(volatile unsigned *)&b->phase;
-    unsigned long long st = abar_cuda_ptx_mbarrier_arrive_drop_nocomplete(abar_cuda__smem(&b->mbar));
-    abar_cuda__cbar_after(b, st, 1, ph, fn, arg);
-}
-
 ABAR_CUDA__INL void abar_cuda_cbar_arrive_and_drop(abar_cuda_cbar_t *b)
 {
-    abar_cuda__cbar_arrive_and_drop(b, b->fn, b->arg);
+    (void)abar_cuda__cbar_arrive(b, 1, 1, abar_cuda__cbar_fn(b), abar_cuda__cbar_arg(b));
 }
 
 ABAR_CUDA__INL void abar_cuda__cbar_check_token(abar_cuda_cbar_t *b, abar_cuda_token_t t)
@@ -115,7 +128,7 @@ ABAR_CUDA__INL void abar_cuda__cbar_check_token(abar_cuda_cbar_t *b, abar_cuda_t
 #ifdef ABAR_CHECKED
     if (t.bar != (const void *)b)
         abar_cuda__fail("token of another barrier", b, t.phase);
-    if (*(volatile unsigned *)&b->phase - t.phase >= 2)
+    if ((((*(volatile unsigned *)&b->phase) >> 20) - t.phase) % (1u << 12) >= 2)
         abar_cuda__fail("wait with a token two or more phases old "
                         "(only the current or the preceding phase may be named)", b, t.phase);
 #else
@@ -175,11 +188,11 @@ ABAR_CUDA__INL void abar_cuda_cbar_arrive_and_wait_with(abar_cuda_cbar_t *b, aba
     ABAR_CUDA__INL_DECL int name##_init(name##_t *b, unsigned expected, void *arg)                  \
     { return abar_cuda_cbar_init(&b->cb, expected, fn, arg); }                                 \
     ABAR_CUDA__INL_DECL abar_cuda_token_t name##_arrive_n(name##_t *b, unsigned n)                  \
-    { return abar_cuda__cbar_arrive(&b->cb, n, fn, b->cb.arg); }                               \
+    { return abar_cuda__cbar_arrive(&b->cb, n, 0, fn, abar_cuda__cbar_arg(&b->cb)); }            \
     ABAR_CUDA__INL_DECL abar_cuda_token_t name##_arrive(name##_t *b)                                \
-    { return abar_cuda__cbar_arrive(&b->cb, 1, fn, b->cb.arg); }                               \
+    { return abar_cuda__cbar_arrive(&b->cb, 1, 0, fn, abar_cuda__cbar_arg(&b->cb)); }            \
     ABAR_CUDA__INL_DECL void name##_arrive_and_drop(name##_t *b)                                    \
-    { abar_cuda__cbar_arrive_and_drop(&b->cb, fn, b->cb.arg); }                                \
+    { (void)abar_cuda__cbar_arrive(&b->cb, 1, 1, fn, abar_cuda__cbar_arg(&b->cb)); }             \
     ABAR_CUDA__INL_DECL void name##_wait(name##_t *b, abar_cuda_token_t t)                          \
     { abar_cuda_cbar_wait(&b->cb, t); }                                                        \
     ABAR_CUDA__INL_DECL int name##_test(name##_t *b, abar_cuda_token_t t)                           \

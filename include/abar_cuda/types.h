@@ -55,22 +55,22 @@ typedef struct abar_cuda_token {
 
 typedef void abar_cuda_completion_fn(void *arg);
 
-/* A block-scope barrier with a completion function (seed 001), still on
- * the hardware mbarrier (libcu++ falls back to a software barrier): the
- * participants arrive with .noComplete on an mbarrier expecting one arrival
- * more; the last arriver is found from the pending count its own arrival
- * returns, runs the completion, and completes the phase with the reserved
- * arrival. */
+/* A block-scope barrier with a completion function (seed 001): arrivals
+ * are counted by one acquire-release atomic add on `count` (drops in its
+ * high half); the arrival
+ * that brings it to `expected` runs the completion and releases the phase
+ * on an mbarrier that expects that one arrival (cbar.h). */
 typedef struct abar_cuda_cbar {
-    unsigned long long mbar;        /* private: expects the participants + 1 */
+    unsigned long long mbar;        /* private: the release, one arrival per phase */
+    unsigned count;                 /* private: the open phase's drops << 20 | arrivals */
+    unsigned phase;                 /* private: completed phases << 20 | expected (open phase) */
+    unsigned pad_;
     abar_cuda_completion_fn *fn;    /* private */
     void *arg;                      /* private */
-    unsigned phase;                 /* private: completed phases */
-    unsigned pad_;
 } abar_cuda_cbar_t;
 
 /* A cluster-wide split barrier on mbarriers (sm_90): each block's threads
- * arrive on a local mbarrier (noComplete, as in abar_cuda_cbar_t); the
+ * arrive on a local mbarrier with .noComplete; the
  * block's last arriver arrives remotely on every block's cluster mbarrier.
  * Phases alternate between two cluster mbarriers, so a fast block's
  * next-phase arrival can never be counted in a slow block's current phase. */

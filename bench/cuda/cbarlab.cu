@@ -1,0 +1,313 @@
+/*
+ * cbarlab.cu - where a completion barrier's time goes on the GPU: designs of
+ * abar_cuda_cbar side by side with cuda::barrier<block, F>, the plain
+ * mbarrier barrier and the library's own cbar, one block of 32..1024
+ * threads, every thread arrive + wait each phase, completion = a counter
+ * increment.  Results and reading: docs/cuda.md ("Completion function").
+ *
+ *   cbarlab            ns per phase, best of 5 launches of 20000 phases
+ *
+ * Rows:
+ *   A   mbarrier expecting T + 1, per-thread .noComplete arrivals, the last
+ *       found by the pending count, fence.acq_rel, completion, the reserved
+ *       arrival (abar_cuda_cbar until the counter design)
+ *   B   A, and the lanes of a warp reconverge (__syncwarp) before waiting
+ *   C   warp-aggregated .noComplete (one lane per warp) + __syncwarp
+ *   D   C without the __syncwarp
+ *   E   the library: ABAR_CUDA_CBAR_DEFINE + arrive_and_wait, as it is
+ *   A2  A, completion fn(void *arg) through a generic pointer
+ *   A3  A2 + a branch to a noinline failure call (too many arrivals)
+ *   A4  A2 without the fence (unsafe: shows its cost)
+ *   H   atom.acq_rel.cta counter + phase word read before it, release on
+ *       an mbarrier expecting one arrival
+ *   H2  H with one atom per warp (the leader adds the warp's count)
+ *   H3  H with a countdown word phase:12 | pending:20 (token from the atom)
+ *   H4  H with `expected` read from shared memory
+ *   H5  H4 with the words in one struct beside the mbarrier
+ *   H6  H5 with the mbarrier 128 bytes from the counter
+ *   H7  H5 with the completion's argument loaded from the barrier (generic)
+ *   H8  H7 with the argument loaded first
+ *   H9  H7 with drops in the count word and a branch on them
+ */
+#include <abar_cuda.h>
+#include "util.cuh"
+
+#include <cuda/barrier>
+#include <stdio.h>
+#include <algorithm>
+
+struct count_completion {
+    int *counter;
+    __device__ void operator()() noexcept { (*counter)++; }
+};
+
+__device__ void lab_count(void *arg) { (*(int *)arg)++; }
+ABAR_CUDA_CBAR_DEFINE(lab_bar, lab_count);
+
+enum { L_LIBCU, L_PLAIN, L_A, L_B, L_C, L_D, L_E, L_A2, L_A3, L_A4, L_H, L_H2, L_H3, L_H4, L_H5, L_H6, L_H7, L_H8, L_H9, L_N };
+static const char *lname[L_N] = {
+    "cuda::barrier<block, F> arrive_and_wait", "plain abar_cuda_bar (no completion)",
+    "A per-thread noComplete arrivals", "B A + __syncwarp before the wait",
+    "C warp-aggregated arrival + __syncwarp", "D C without the __syncwarp",
+    "E abar_cuda_cbar typed (ABAR_CUDA_CBAR_DEFINE) as it is",
+    "A2 A, completion fn(void *arg) on a generic pointer",
+    "A3 A2 + the too-many-arrivals branch (noinline fail)",
+    "A4 A2 without the fence (unsafe)",
+    "H atom.acq_rel counter + phase word + count-1 mbarrier, fn(void *arg)",
+    "H2 H with one atom per warp (leader adds the warp's count)",
+    "H3 H, the counter counting down from the expected count (no reset store)",
+    "H4 H, expected read from shared memory before the add",
+    "H5 H4 with the words in one struct beside the mbarrier (the library's layout)",
+    "H6 H5 with the mbarrier 128 bytes away from the counter",
+    "H7 H5, the completion's argument loaded from the barrier (a generic pointer, as the library's)",
+    "H8 H7, the argument loaded first (before phase and expected)",
+    "H9 H7 with drops in the count word (bits 20..31), as the library",
+};
+struct lab_s { unsigned long long rel; unsigned cnt, expected, phase, pad; };
+struct lab_p { unsigned long long rel; unsigned pad[30]; unsigned cnt, expected, phase, pad2; };
+
+template <int D>
+__global__ void k_lab(int iters, int *sink)
+{
+    using cbarrier = cuda::barrier<cuda::thread_scope_block, count_completion>;
+    __shared__ __align__(16) unsigned char lb_storage[sizeof(cbarrier)];
+    __shared__ abar_cuda_bar_t pb;
+    __shared__ unsigned long long mb;
+    __shared__ unsigned phase;
+    __shared__ unsigned cnt;
+    __shared__ unsigned long long rel;
+    __shared__ lab_bar_t tb;
+    __shared__ unsigned expected_w;
+    __shared__ lab_s ls;
+    __shared__ void *ls_arg;
+    __shared__ __align__(128) lab_p lp;
+    __shared__ int counter;
+    cbarrier *lb = (cbarrier *)lb_storage;
+    const unsigned T = blockDim.x;
+    if (threadIdx.x == 0) {
+        counter = 0;
+        phase = 0;
+        if (D == L_LIBCU) init(lb, T, count_completion{&counter});
+        if (D == L_PLAIN) abar_cuda_init(&pb, T);
+        if (D == L_E) lab_bar_init(&tb, T, &counter);
+        cnt = D == L_H3 ? T : 0;
+        expected_w = T;
+        ls.cnt = 0; ls.expected = T; ls.phase = 0;
+        ls_arg = &counter;
+        lp.cnt = 0; lp.expected = T; lp.phase = 0;
+        abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&ls.rel), 1);
+        abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&lp.rel), 1);
+        abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&rel), 1);
+        abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&mb), T + 1);
+        abar_cuda_ptx_fence_mbarrier_init();
+    }
+    __syncthreads();
+    const unsigned addr = abar_cuda__smem(&mb), raddr = abar_cuda__smem(&rel);
+    void *volatile argv = &counter;  /* the completion's argument, as a user passes it */
+    void *arg = argv;
+    for (int i = 0; i < iters; i++) {
+        if (D == L_LIBCU) {
+            lb->arrive_and_wait();
+        } else if (D == L_PLAIN) {
+            abar_cuda_arrive_and_wait(&pb);
+        } else if (D == L_E) {
+            lab_bar_arrive_and_wait(&tb);
+        } else if (D == L_A2 || D == L_A3 || D == L_A4) {
+            unsigned ph = *(volatile unsigned *)&phase;
+            unsigned long long st = abar_cuda_ptx_mbarrier_arrive_nocomplete(addr, 1);
+            unsigned pending = abar_cuda_ptx_mbarrier_pending_count(st);
+            if (pending == 2) {
+                if (D != L_A4) abar_cuda_ptx_fence_acq_rel_cta();
+                *(volatile unsigned *)&phase = ph + 1;
+                lab_count(arg);
+                (void)abar_cuda_ptx_mbarrier_arrive1(addr);
+            } else if (D == L_A3 && pending < 2) {
+                abar_cuda__fail("too many", &mb, ph);
+            }
+            abar_cuda_ptx_mbarrier_wait_parity_loop(addr, ph & 1);
+        } else if (D == L_H) {
+            unsigned ph = *(volatile unsigned *)&phase;
+            unsigned old;
+            asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], 1;"
+                         : "=r"(old) : "r"(abar_cuda__smem(&cnt)) : "memory");
+            if (old + 1 == T) {
+                cnt = 0;
+                *(volatile unsigned *)&phase = ph + 1;
+                lab_count(arg);
+                (void)abar_cuda_ptx_mbarrier_arrive1(raddr);
+            }
+            abar_cuda_ptx_mbarrier_wait_parity_loop(raddr, ph & 1);
+        } else if (D == L_H2) {
+            const unsigned mask = __activemask();
+            const unsigned leader = __ffs(mask) - 1;
+            unsigned ph = 0;
+            if ((threadIdx.x & 31) == leader) {
+                ph = *(volatile unsigned *)&phase;
+                const unsigned n = __popc(mask);
+                unsigned old;
+                asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], %2;"
+                             : "=r"(old) : "r"(abar_cuda__smem(&cnt)), "r"(n) : "memory");
+                if (old + n == T) {
+                    cnt = 0;
+                    *(volatile unsigned *)&phase = ph + 1;
+                    lab_count(arg);
+                    (void)abar_cuda_ptx_mbarrier_arrive1(raddr);
+                }
+            }
+            ph = __shfl_sync(mask, ph, leader);
+            abar_cuda_ptx_mbarrier_wait_parity_loop(raddr, ph & 1);
+        } else if (D == L_H3) {
+            /* cnt holds phase << 20 | arrivals left; the last arrival writes
+             * the next phase's word: no separate phase read */
+            unsigned old;
+            asm volatile("atom.acq_rel.cta.shared::cta.add.u32 %0, [%1], %2;"
+                         : "=r"(old) : "r"(abar_cuda__smem(&cnt)), "r"(0u - 1u) : "memory");
+            const unsigned ph = old >> 20;
+            if ((old & 0xFFFFFu) == 1) {
+                lab_count(arg);
+                *(volatile unsigned *)&cnt = ((ph + 1) << 20) | T;
+                (void)abar_cuda_ptx_mbarrier_arrive1(raddr);
+            }
+            abar_cuda_ptx_mbarrier_wait_parity_loop(raddr, ph & 1);
+        } else if (D == L_H4) {
+            unsigned ph = *(volatile unsigned *)&phase;
+            unsigned e = *(volatile unsigned *)&expected_w;
+            unsigned old = abar_cuda_ptx_atom_add_acq_rel_cta(abar_cuda__smem(&cnt), 1);
+            if (old + 1 == e) {
+                *(volatile unsigned *)&cnt = 0;
+                *(volatile unsigned *)&phase = ph + 1;
+                lab_count(arg);
+                (void)abar_cuda_ptx_mbarrier_arrive1(raddr);
+            }
+            abar_cuda_ptx_mbarrier_wait_parity_loop(raddr, ph & 1);
+        } else if (D == L_H7) {
+            unsigned ra = abar_cuda__smem(&ls.rel);
+            unsigned ph = *(volatile unsigned *)&ls.phase;
+            unsigned e = *(volatile unsigned *)&ls.expected;
+            void *a = *(void *const volatile *)&ls_arg;
+            unsigned old = abar_cuda_ptx_atom_add_acq_rel_cta(abar_cuda__smem(&ls.cnt), 1);
+            if (old + 1 == e) {
+                *(volatile unsigned *)&ls.cnt = 0;
+                *(volatile unsigned *)&ls.phase = ph + 1;
+                lab_count(a);
+                (void)abar_cuda_ptx_mbarrier_arrive1(ra);
+            }
+            abar_cuda_ptx_mbarrier_wait_parity_loop(ra, ph & 1);
+        } else if (D == L_H8 || D == L_H9) {
+            unsigned ra = abar_cuda__smem(&ls.rel);
+            void *a = 0;
+            if (D == L_H8) a = *(void *const volatile *)&ls_arg;
+            unsigned ph = *(volatile unsigned *)&ls.phase;
+            unsigned e = *(volatile unsigned *)&ls.expected;
+            if (D == L_H9) a = *(void *const volatile *)&ls_arg;
+            unsigned old = abar_cuda_ptx_atom_add_acq_rel_cta(abar_cuda__smem(&ls.cnt), 1);
+            bool last = D == L_H8 ? old + 1 == e : (old & 0xFFFFFu) + 1 == e;
+            if (last) {
+                if (D == L_H9) {
+                    const unsigned drops = (old + 1) >> 20;
+                    if (drops) *(volatile unsigned *)&ls.expected = e - drops;
+                }
+                *(volatile unsigned *)&ls.cnt = 0;
+                *(volatile unsigned *)&ls.phase = ph + 1;
+                lab_count(a);
+                (void)abar_cuda_ptx_mbarrier_arrive1(ra);
+            }
+            abar_cuda_ptx_mbarrier_wait_parity_loop(ra, ph & 1);
+        } else if (D == L_H5 || D == L_H6) {
+            unsigned *pc = D == L_H5 ? &ls.cnt : &lp.cnt;
+            unsigned *pe = D == L_H5 ? &ls.expected : &lp.expected;
+            unsigned *pp = D == L_H5 ? &ls.phase : &lp.phase;
+            unsigned ra = abar_cuda__smem(D == L_H5 ? &ls.rel : &lp.rel);
+            unsigned ph = *(volatile unsigned *)pp;
+            unsigned e = *(volatile unsigned *)pe;
+            unsigned old = abar_cuda_ptx_atom_add_acq_rel_cta(abar_cuda__smem(pc), 1);
+            if (old + 1 == e) {
+                *(volatile unsigned *)pc = 0;
+                *(volatile unsigned *)pp = ph + 1;
+                lab_count(arg);
+                (void)abar_cuda_ptx_mbarrier_arrive1(ra);
+            }
+            abar_cuda_ptx_mbarrier_wait_parity_loop(ra, ph & 1);
+        } else if (D == L_A || D == L_B) {
+            unsigned ph = *(volatile unsigned *)&phase;
+            unsigned long long st = abar_cuda_ptx_mbarrier_arrive_nocomplete(addr, 1);
+            if (abar_cuda_ptx_mbarrier_pending_count(st) == 2) {
+                abar_cuda_ptx_fence_acq_rel_cta();
+                *(volatile unsigned *)&phase = ph + 1;
+                counter++;
+                (void)abar_cuda_ptx_mbarrier_arrive1(addr);
+            }
+            if (D == L_B) __syncwarp(__activemask());
+            abar_cuda_ptx_mbarrier_wait_parity_loop(addr, ph & 1);
+        } else {
+            const unsigned mask = __activemask();
+            const unsigned lane = threadIdx.x & 31;
+            const unsigned leader = __ffs(mask) - 1;
+            unsigned ph = *(volatile unsigned *)&phase;
+            if (lane == leader) {
+                const unsigned n = __popc(mask);
+                unsigned long long st = abar_cuda_ptx_mbarrier_arrive_nocomplete(addr, n);
+                if (abar_cuda_ptx_mbarrier_pending_count(st) == n + 1) {
+                    abar_cuda_ptx_fence_acq_rel_cta();
+                    *(volatile unsigned *)&phase = ph + 1;
+                    counter++;
+                    (void)abar_cuda_ptx_mbarrier_arrive1(addr);
+                }
+            }
+            if (D == L_C) __syncwarp(mask);
+            abar_cuda_ptx_mbarrier_wait_parity_loop(addr, ph & 1);
+        }
+    }
+    __syncthreads();
+    if (D != L_PLAIN && threadIdx.x == 0 && counter != iters) *sink = counter + 1;
+}
+
+static const int threads_list[] = {32, 64, 128, 256, 512, 1024};
+
+int main(void)
+{
+    int *sink;
+    CK(cudaMalloc(&sink, sizeof(int)));
+    CK(cudaMemset(sink, 0, sizeof(int)));
+    cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    printf("# cbarlab on %s\n\n| design |", prop.name);
+    for (int t : threads_list) printf(" %d |", t);
+    printf("\n|---|---:|---:|---:|---:|---:|---:|\n");
+    void (*ks[L_N])(int, int *) = {k_lab<0>, k_lab<1>, k_lab<2>, k_lab<3>, k_lab<4>, k_lab<5>,
+                                   k_lab<6>, k_lab<7>, k_lab<8>, k_lab<9>, k_lab<10>, k_lab<11>,
+                                   k_lab<12>, k_lab<13>, k_lab<14>, k_lab<15>,
+                                   k_lab<16>, k_lab<17>, k_lab<18>};
+    const int iters = 20000;
+    static double res[L_N][6];
+    for (int d = 0; d < L_N; d++) {
+        printf("| %s |", lname[d]);
+        for (int ti = 0; ti < 6; ti++) {
+            cudaEvent_t a, b;
+            CK(cudaEventCreate(&a));
+            CK(cudaEventCreate(&b));
+            float best = 1e30f;
+            for (int r = 0; r < 6; r++) {
+                CK(cudaEventRecord(a));
+                ks[d]<<<1, threads_list[ti]>>>(iters, sink);
+                CK(cudaEventRecord(b));
+                CK(cudaEventSynchronize(b));
+                float ms;
+                CK(cudaEventElapsedTime(&ms, a, b));
+                if (r) best = std::min(best, ms);
+            }
+            res[d][ti] = best * 1e6 / iters;
+            printf(" %.1f |", res[d][ti]);
+        }
+        printf("\n");
+    }
+    for (int d = L_A; d < L_N; d++) {
+        printf("| %s / cuda::barrier + F |", lname[d]);
+        for (int ti = 0; ti < 6; ti++) printf(" %.2f |", res[d][ti] / res[L_LIBCU][ti]);
+        printf("\n");
+    }
+    int h;
+    CK(cudaMemcpy(&h, sink, sizeof h, cudaMemcpyDeviceToHost));
+    printf("\ncompletion counts %s\n", h == 0 ? "all correct" : "WRONG");
+    return h != 0;
+}
