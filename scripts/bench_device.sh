@@ -27,6 +27,11 @@ prepare)
   git -C "$root" archive HEAD | tar -x -C "$build/tree"
   cmake -S "$build/tree" -B "$build/b" -DCMAKE_BUILD_TYPE=Release -DABAR_BUILD_BENCH=ON -DABAR_BENCH_STATIC=ON \
     -DBUILD_TESTING=OFF "$@" >/dev/null
+  # A rival the build left out would be missing from every table there:
+  # say so now, here, where the package can still be installed.
+  if ! grep -q '^ABAR_BENCH_CK_LINKS:INTERNAL=1' "$build/b/CMakeCache.txt" 2>/dev/null; then
+    echo "bench_device.sh: Concurrency Kit not found: the ck rivals will be MISSING (apt-get install libck-dev, then prepare again)" >&2
+  fi
   cmake --build "$build/b" -j2 --target abar-bench abar-bench-omp-gomp-bin abar-bench-omp-llvm-bin \
     abar-bench-pthread abar_pthread >/dev/null
   rm -rf "$root/.carry/bin" "$root/.carry/lib"
