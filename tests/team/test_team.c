@@ -380,12 +380,21 @@ static void pool_cycle(void)
 TEST(nothing_leaks)
 {
     /* warm up: libc keeps some memory per thread it has seen (stacks, TLS,
-     * arenas); it stops growing within a few cycles */
+     * arenas); it stops growing within a few cycles, but on a loaded machine
+     * it may still take a step later (seen in CI, about one run in ten:
+     * +80 bytes or +4.7 KB in one window, with or without arrival trees).
+     * A leak of the pools grows in every window of 15 cycles; so one window
+     * of the four that does not grow at all passes, four that grow fail. */
     for (int i = 0; i < 15; i++) pool_cycle();
-    struct mallinfo2 a = mallinfo2();
-    for (int i = 0; i < 15; i++) pool_cycle();
-    struct mallinfo2 b = mallinfo2();
-    CHECK_EQ(b.uordblks, a.uordblks); /* every byte the pools took was given back */
+    int still = 0;
+    for (int w = 0; w < 4 && !still; w++) {
+        struct mallinfo2 a = mallinfo2();
+        for (int i = 0; i < 15; i++) pool_cycle();
+        struct mallinfo2 b = mallinfo2();
+        still = b.uordblks == a.uordblks;
+        if (!still) fprintf(stderr, "  window %d: %zu bytes more in use\n", w, b.uordblks - a.uordblks);
+    }
+    CHECK(still); /* every byte the pools took was given back */
     if (__lsan_do_recoverable_leak_check) CHECK_EQ(__lsan_do_recoverable_leak_check(), 0);
     CHECK_EQ(atomic_load(&shm_fail), 0);
 }
