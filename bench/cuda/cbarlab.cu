@@ -172,7 +172,7 @@ __global__ void k_lab(int iters, int *sink)
         } else if (D == L_H4) {
             unsigned ph = *(volatile unsigned *)&phase;
             unsigned e = *(volatile unsigned *)&expected_w;
-            unsigned old = abar_cuda_ptx_atom_add_acq_rel_cta(abar_cuda__smem(&cnt), 1);
+            unsigned old = abar_cuda__atom_add_acq_rel_cta(abar_cuda__smem(&cnt), 1);
             if (old + 1 == e) {
                 *(volatile unsigned *)&cnt = 0;
                 *(volatile unsigned *)&phase = ph + 1;
@@ -185,7 +185,7 @@ __global__ void k_lab(int iters, int *sink)
             unsigned ph = *(volatile unsigned *)&ls.phase;
             unsigned e = *(volatile unsigned *)&ls.expected;
             void *a = *(void *const volatile *)&ls_arg;
-            unsigned old = abar_cuda_ptx_atom_add_acq_rel_cta(abar_cuda__smem(&ls.cnt), 1);
+            unsigned old = abar_cuda__atom_add_acq_rel_cta(abar_cuda__smem(&ls.cnt), 1);
             if (old + 1 == e) {
                 *(volatile unsigned *)&ls.cnt = 0;
                 *(volatile unsigned *)&ls.phase = ph + 1;
@@ -200,7 +200,7 @@ __global__ void k_lab(int iters, int *sink)
             unsigned ph = *(volatile unsigned *)&ls.phase;
             unsigned e = *(volatile unsigned *)&ls.expected;
             if (D == L_H9) a = *(void *const volatile *)&ls_arg;
-            unsigned old = abar_cuda_ptx_atom_add_acq_rel_cta(abar_cuda__smem(&ls.cnt), 1);
+            unsigned old = abar_cuda__atom_add_acq_rel_cta(abar_cuda__smem(&ls.cnt), 1);
             bool last = D == L_H8 ? old + 1 == e : (old & 0xFFFFFu) + 1 == e;
             if (last) {
                 if (D == L_H9) {
@@ -220,7 +220,7 @@ __global__ void k_lab(int iters, int *sink)
             unsigned ra = abar_cuda__smem(D == L_H5 ? &ls.rel : &lp.rel);
             unsigned ph = *(volatile unsigned *)pp;
             unsigned e = *(volatile unsigned *)pe;
-            unsigned old = abar_cuda_ptx_atom_add_acq_rel_cta(abar_cuda__smem(pc), 1);
+            unsigned old = abar_cuda__atom_add_acq_rel_cta(abar_cuda__smem(pc), 1);
             if (old + 1 == e) {
                 *(volatile unsigned *)pc = 0;
                 *(volatile unsigned *)pp = ph + 1;

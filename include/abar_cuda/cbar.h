@@ -14,6 +14,17 @@
 /* Block barrier with a completion function                                 */
 /* ------------------------------------------------------------------------ */
 
+/* atom.acq_rel.cta.shared.add.u32: adds v to a shared word, returns the old
+ * value; release (this thread's writes before it) and acquire (the writes
+ * before every earlier such add on the word: one release sequence).  (The
+ * 64-bit form is several times slower in shared memory on an H100.) */
+ABAR_CUDA__INL unsigned abar_cuda__atom_add_acq_rel_cta(unsigned addr, unsigned v)
+{
+    unsigned old;
+    asm volatile("atom.acq_rel.cta.shared.add.u32 %0, [%1], %2;" : "=r"(old) : "r"(addr), "r"(v) : "memory");
+    return old;
+}
+
 /* One thread; then __syncthreads.  fn may be NULL. */
 ABAR_CUDA__INL int abar_cuda_cbar_init(abar_cuda_cbar_t *b, unsigned expected,
                                        abar_cuda_completion_fn *fn, void *arg)
@@ -62,7 +73,7 @@ ABAR_CUDA__INL abar_cuda_token_t abar_cuda__cbar_arrive(abar_cuda_cbar_t *b, uns
     const unsigned w = *(volatile unsigned *)&b->phase;
     const unsigned ph = w >> 20, e = w & 0xFFFFFu;
     const unsigned add = n | (drop ? 1u << 20 : 0u);
-    const unsigned old = abar_cuda_ptx_atom_add_acq_rel_cta(abar_cuda__smem(&b->count), add);
+    const unsigned old = abar_cuda__atom_add_acq_rel_cta(abar_cuda__smem(&b->count), add);
     const unsigned arrived = (old & 0xFFFFFu) + n;
     if (arrived == e) {
         *(volatile unsigned *)&b->count = 0;

@@ -80,17 +80,6 @@ ABAR_CUDA__INL void abar_cuda_ptx_fence_mbarrier_init(void)
 #endif
 }
 
-/* atom.acq_rel.cta.shared.add.u32: adds v to a shared word, returns the old
- * value; release (this thread's writes before it) and acquire (the writes
- * before every earlier such add on the word: one release sequence).  (The
- * 64-bit form is several times slower in shared memory on an H100.) */
-ABAR_CUDA__INL unsigned abar_cuda_ptx_atom_add_acq_rel_cta(unsigned addr, unsigned v)
-{
-    unsigned old;
-    asm volatile("atom.acq_rel.cta.shared.add.u32 %0, [%1], %2;" : "=r"(old) : "r"(addr), "r"(v) : "memory");
-    return old;
-}
-
 /* mbarrier.arrive (release, cta scope); count 1 .. 2^20-1.  sm_80 has no
  * count operand: count-1 arrivals with .noComplete (which must not complete
  * the phase: the last one is still to come), then one. */
