@@ -237,8 +237,9 @@ __global__ void k_completion(int iters, int *sink)
  *   2 one atom.acq_rel.cta.add counts down a word phase:12 | pending:20, the
  *     thread that takes it to zero completes and releases on a count-1
  *     mbarrier; the token's phase comes from the atom
- *   3 (abar_cuda_cbar's design) per-thread atom.acq_rel.cta.add on a counter, the phase in a second
+ *   3 per-thread atom.acq_rel.cta.add on a counter, the phase in a second
  *     word (read before arriving), release on a count-1 mbarrier
+ *     (abar_cuda_cbar's design; bench/cuda/cbarlab.cu has its variants)
  *   4 design 2 with the completion through a generic pointer, as a
  *     completion function receives it (counter++ on an int *)
  *   5 design 1 without the fence (unsafe: shows the fence's cost)

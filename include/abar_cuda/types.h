@@ -56,10 +56,10 @@ typedef struct abar_cuda_token {
 typedef void abar_cuda_completion_fn(void *arg);
 
 /* A block-scope barrier with a completion function (seed 001): arrivals
- * are counted by one acquire-release atomic add on `count` (drops in its
- * high half); the arrival
- * that brings it to `expected` runs the completion and releases the phase
- * on an mbarrier that expects that one arrival (cbar.h). */
+ * (and drops) are counted by one acquire-release atomic add on `count`; the
+ * arrival that brings them to the expected count held in `phase` runs the
+ * completion and releases the phase on an mbarrier that expects that one
+ * arrival (cbar.h). */
 typedef struct abar_cuda_cbar {
     unsigned long long mbar;        /* private: the release, one arrival per phase */
     unsigned count;                 /* private: the open phase's drops << 20 | arrivals */
