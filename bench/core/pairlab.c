@@ -123,6 +123,11 @@ static void st_blind_pub(void)
 /* ticket: one fetch-and-add per arrival on a count that never resets; the
  * arrival that makes it a multiple of 2 completes the phase and stores the
  * phase word (same line), which the other polls */
+static void spin_work(unsigned k)
+{
+    for (unsigned i = 0; i < k; i++) __asm__ __volatile__("" ::: "memory");
+}
+static void ticket_dly(unsigned k, int who);
 static void ticket(int hz)
 {
     struct abar__hazard *h = NULL;
@@ -137,6 +142,25 @@ static void ticket(int hz)
     else
         while (atomic_load_explicit(&L.ph, memory_order_acquire) <= ph) relax();
     if (hz) atomic_store_explicit(&h->slot[--h->depth], NULL, memory_order_release);
+}
+
+/* ticket-hz with k rounds of local work after the carrier's store (who=1)
+ * or after the waiter sees the release (who=2): the library's path length */
+static void ticket_dly(unsigned k, int who)
+{
+    struct abar__hazard *h = abar__hazard_mine();
+    atomic_store_explicit(&h->slot[h->depth++], &L, memory_order_relaxed);
+    abar__hazard_fence_light();
+    uint64_t t = atomic_fetch_add_explicit(&L.tk, 1, memory_order_acq_rel);
+    uint64_t ph = t / 2;
+    if (t % 2 == 1) {
+        atomic_store_explicit(&L.ph, ph + 1, memory_order_release);
+        if (who == 1) spin_work(k);
+    } else {
+        while (atomic_load_explicit(&L.ph, memory_order_acquire) <= ph) relax();
+        if (who == 2) spin_work(k);
+    }
+    atomic_store_explicit(&h->slot[--h->depth], NULL, memory_order_release);
 }
 
 /* central inside abar's hazard announcement (wait.c enter/leave) */
@@ -203,8 +227,8 @@ static __attribute__((noinline)) void lad(int hz, int pre, int poll2)
     if (hz) atomic_store_explicit(&h->slot[--h->depth], NULL, memory_order_release);
 }
 
-enum { V_CENTRAL, V_CENTRAL_NP, V_ST_LOAD, V_ST_OWN, V_ST_OWN_PUB, V_ST_LOAD_PUB, V_ST_BLIND_PUB, V_CENTRAL_HZ, V_LAD_HZ, V_LAD_HZ_PRE, V_LAD_ALL, V_ABAR, V_TICKET, V_TICKET_HZ, NV };
-static const char *names[NV] = { "central", "central-np", "st-load", "st-own", "st-own-pub", "st-load-pub", "st-blind-pub", "central-hz", "lad-hz", "lad-hz-pre", "lad-all", "abar", "ticket", "ticket-hz" };
+enum { V_CENTRAL, V_CENTRAL_NP, V_ST_LOAD, V_ST_OWN, V_ST_OWN_PUB, V_ST_LOAD_PUB, V_ST_BLIND_PUB, V_CENTRAL_HZ, V_LAD_HZ, V_LAD_HZ_PRE, V_LAD_ALL, V_ABAR, V_TICKET, V_TICKET_HZ, V_TD1_30, V_TD1_100, V_TD2_30, V_TD2_100, V_SPLIT, NV };
+static const char *names[NV] = { "central", "central-np", "st-load", "st-own", "st-own-pub", "st-load-pub", "st-blind-pub", "central-hz", "lad-hz", "lad-hz-pre", "lad-all", "abar", "ticket", "ticket-hz", "tk-c30", "tk-c100", "tk-w30", "tk-w100", "abar-split" };
 
 static int variant;
 static uint64_t iters;
@@ -228,6 +252,11 @@ static void step(void)
     case V_ABAR: abar_arrive_and_wait(&L.bar); break;
     case V_TICKET: ticket(0); break;
     case V_TICKET_HZ: ticket(1); break;
+    case V_TD1_30: ticket_dly(30, 1); break;
+    case V_TD1_100: ticket_dly(100, 1); break;
+    case V_TD2_30: ticket_dly(30, 2); break;
+    case V_TD2_100: ticket_dly(100, 2); break;
+    case V_SPLIT: abar_wait(&L.bar, abar_arrive(&L.bar)); break;
     }
 }
 

@@ -9,7 +9,9 @@
  *   bit  42      PARKED    some waiter may sleep on the futex word
  *   bit  43      CANCELLED abar_cancel ran (sticky)
  *   bit  44      FINISHED  every participant dropped: no later phase
- *   bits 45..63  phase     the phase number modulo 2^19
+ *   bit  45      HALF      a pair's first arrival (ABAR__TICKET, below); pending
+ *                          counts one fewer while it is set
+ *   bits 46..63  phase     the phase number modulo 2^18
  *
  * A single arrival is one fetch-and-sub of 1 (arrive.c).  If it finds nothing
  * left to count it adds the 1 back; until then pending reads below zero, and
@@ -18,6 +20,11 @@
  * found pending >= 1 is always counted), so a negative reading always means
  * "0, with refusals being undone".  Arrivals of n > 1 and drops use a CAS and
  * never leave a transient.
+ *
+ * A pair without a completion function (ABAR__TICKET) counts a single
+ * arrival by adding HALF instead: the first sets it, the second carries out
+ * of it into the phase, which opens the next phase with the same count in
+ * that one add (arrive.c: ticket_arrive).
  *
  * Waiters do not watch the state word (every arrival writes it): they watch
  * the release words, `phase` and `futex`, which only a completer (after its
@@ -51,14 +58,16 @@
 #define ST_PARKED       (UINT64_C(1) << 42)
 #define ST_CANCELLED    (UINT64_C(1) << 43)
 #define ST_FINISHED     (UINT64_C(1) << 44)
-#define ST_PHASE_SHIFT  45
-#define ST_PHASE_BITS   19
+#define ST_HALF_SHIFT   45
+#define ST_HALF         (UINT64_C(1) << ST_HALF_SHIFT)
+#define ST_PHASE_SHIFT  46
+#define ST_PHASE_BITS   18
 #define ST_PHASE_MASK   ((UINT64_C(1) << ST_PHASE_BITS) - 1)
 
 /* Arrivals still expected; below 0 while refused arrivals are being undone. */
 static inline int32_t st_pending(uint64_t s)
 {
-    return (int32_t)(s & ST_PENDING_MASK) - (int32_t)ST_PENDING_BIAS;
+    return (int32_t)(s & ST_PENDING_MASK) - (int32_t)ST_PENDING_BIAS - (int32_t)((s & ST_HALF) >> ST_HALF_SHIFT);
 }
 static inline uint32_t st_drops(uint64_t s) { return (uint32_t)((s & ST_DROP_MASK) >> ST_DROP_SHIFT); }
 static inline uint64_t st_phase(uint64_t s) { return s >> ST_PHASE_SHIFT; }
@@ -85,15 +94,17 @@ struct abar__release {
 };
 
 /* A barrier of at most ABAR__PAIR_MAX threads (a pair) is run on one line:
- * its release words sit beside the state word, and its last arrival, when
- * there is no completion function, counts itself and opens the next phase
- * in one CAS (arrive.c).  The line then travels once a phase between the
- * two, as in a plain sense-reversing barrier.  With more threads, waiters
- * polling that line would be invalidated by every arrival: their release
- * words get a line of their own, and every arrival is one fetch-and-sub.
- * (Measured on the 16-core host: docs/bench.md.) */
+ * its release words sit beside the state word.  Without a completion
+ * function (ABAR__TICKET) a single arrival is one add of HALF, and the
+ * second of a phase opens the next one by its carry (arrive.c:
+ * ticket_arrive), so the line travels once a phase between the two, as in a
+ * plain sense-reversing barrier.  With more threads, waiters polling that
+ * line would be invalidated by every arrival: their release words get a
+ * line of their own, and every arrival is one fetch-and-sub.  (Measured on
+ * the 16-core host: docs/bench.md.) */
 #define ABAR__PAIR_MAX 2u
-#define ABAR__PAIR 0x100u /* internal flag: expected <= ABAR__PAIR_MAX at init */
+#define ABAR__PAIR   0x100u /* internal flag: expected <= ABAR__PAIR_MAX at init */
+#define ABAR__TICKET 0x200u /* internal flag: a pair without a completion function */
 
 /* A wider barrier, unless process-shared, counts its arrivals in an arrival
  * tree of leaves (tree.c); the number of leaves is in flags. */
@@ -114,7 +125,7 @@ struct abar_impl {
      * change it) */
     struct abar__release wide;
     _Atomic uint32_t magic;
-    uint32_t flags;           /* ABAR_PSHARED | ABAR_WAIT_* | ABAR__PAIR | leaves << 16 */
+    uint32_t flags;           /* ABAR_PSHARED | ABAR_WAIT_* | ABAR__PAIR | ABAR__TICKET | leaves << 16 */
     uint64_t ident;           /* identity carried by tokens; new at every init */
     abar_completion_fn *completion;
     void *arg;
@@ -209,6 +220,48 @@ static inline int abar__token_err(abar_token_t t)
     return t.raw == (uint64_t)ECANCELED ? ECANCELED : EINVAL;
 }
 void abar__complete(struct abar_impl *b, uint64_t phase, uint64_t s);
+void abar__publish(struct abar_impl *b, uint64_t p, bool parked);
+abar_token_t abar__ticket_slow(struct abar_impl *b, uint64_t before, uint64_t s, uint64_t ident,
+                               bool *last);
+
+/* A single arrival on a pair without a completion function (ABAR__TICKET),
+ * b live: one add of HALF.  The first arrival of a phase sets HALF; the
+ * second carries out of it into the phase bits, which counts it and opens
+ * the next phase with the same count in that one add.  Inline, and the two
+ * usual outcomes first, because at T = 2 every instruction between a
+ * waiter seeing its release and its next add is on the critical path
+ * (docs/bench.md).  Everything else goes to abar__ticket_slow (arrive.c).
+ *
+ * The arrival's phase is `before`, read before the add (after it, a thread
+ * whose arrival did not complete the phase may not touch the barrier): a
+ * participant arrives in phase q only once q is published, and q cannot
+ * end without it, so an add that finds another phase is refused (that is
+ * also what keeps refused adds harmless: abar__ticket_slow).  `before`
+ * being published, the carry's release comes next in order. */
+static inline abar_token_t abar__ticket_arrive(struct abar_impl *b, bool *last)
+{
+    const uint64_t ident = b->ident;
+    /* acquire: pairs with the completers' release stores of phase */
+    const uint64_t before = atomic_load_explicit(&b->pair.phase, memory_order_acquire);
+    /* acq_rel: release publishes this thread's writes to the arrival that
+     * completes the phase; acquire gives that arrival the other's writes
+     * (all arrivals form one release sequence on `state`). */
+    const uint64_t s = atomic_fetch_add_explicit(&b->state, ST_HALF, memory_order_acq_rel);
+    const uint64_t open2 = st_make(before, 2, 0); /* phase `before`, 2 pending, no flag */
+    *last = false;
+    if (s == open2) return tok_make(before, ident); /* the first of two */
+    if (s == (open2 | ST_HALF)) {                   /* the second: phase before+1 is open */
+        *last = true;
+        /* the hint block() reads (abar__publish); relaxed: a hint */
+        if (atomic_load_explicit(&b->slept, memory_order_relaxed))
+            atomic_store_explicit(&b->slept, 0, memory_order_relaxed);
+        /* Release the waiter, in order (`before` is published).  release:
+         * our writes and the other arrival's (acquired by the add). */
+        atomic_store_explicit(&b->pair.phase, before + 1, memory_order_release);
+        return tok_make(before, ident);
+    }
+    return abar__ticket_slow(b, before, s, ident, last);
+}
 /* abar_arrive and abar_arrive_and_wait that also say whether this thread's
  * arrival completed the phase (exactly one thread a phase is told true):
  * PTHREAD_BARRIER_SERIAL_THREAD for the pthread interposer (src/pthread/). */

@@ -16,38 +16,46 @@ static inline uint64_t arrival_phase(uint64_t before, uint64_t s)
     return before + phase_lo(st_phase(s) - before);
 }
 
-static void publish(struct abar_impl *b, uint64_t p, bool parked);
 
-/* The last arrival of a pair's phase, when the barrier has no completion
- * function: counts itself and opens phase p+1 in one CAS (the fetch-and-sub
- * of an arrival and the completer's release CAS in one), then publishes the
- * release.  Changes nothing and returns false unless the state shows one
- * arrival left in an open, undropped phase whose predecessor's release is
- * fully published: the general path then counts the arrival. */
-static bool pair_last(struct abar_impl *b, uint64_t before, uint64_t *pp)
+/* The cases of a pair's single arrival that abar__ticket_arrive (abar_internal.h)
+ * leaves to this function: its add (which found s) counts nothing, or
+ * completes a phase that expects one, or carries over a PARKED flag.
+ *
+ * Refused: the add is taken back when its result shows it should not have
+ * counted: cancelled or finished, nothing left to count, or a phase other
+ * than `before`.  The last keeps refused adds harmless: one that lands
+ * while a phase completes (pending 0 with HALF set) carries the phase bits
+ * forward until it is taken back, and an add that reads that transient sees
+ * a phase no participant can be arriving in (a participant arrives in
+ * phase q only once it has seen q published, and q cannot end without it),
+ * so it is refused too. */
+abar_token_t abar__ticket_slow(struct abar_impl *b, uint64_t before, uint64_t s, uint64_t ident,
+                               bool *last)
 {
-    /* acquire: the previous completer's writes (`expected`) came before its
-     * release CAS, whose value (or a later one of the arrivals' release
-     * sequence) we read */
-    uint64_t s = atomic_load_explicit(&b->state, memory_order_acquire);
-    while (st_pending(s) == 1 && !(s & (ST_CANCELLED | ST_FINISHED)) && st_drops(s) == 0) {
-        const uint64_t p = arrival_phase(before, s);
-        /* acquire: as in abar__complete (in-order publication) */
-        if (atomic_load_explicit(&b->pair.phase, memory_order_acquire) != p) return false;
-        const uint32_t next = atomic_load_explicit(&b->expected, memory_order_relaxed);
-        /* acq_rel: release publishes our writes and, through the next
-         * phase's arrivals, to the next completer; acquire gives us every
-         * earlier arrival's writes (the fetch-and-sub's and the release
-         * CAS's orders together).  Fails if anything changed the state:
-         * an arrival, a parker, a cancel; then judge again. */
-        if (atomic_compare_exchange_weak_explicit(&b->state, &s, st_make(p + 1, next, 0),
-                                                  memory_order_acq_rel, memory_order_acquire)) {
-            publish(b, p, s & ST_PARKED);
-            *pp = p;
-            return true;
+    if ((s & (ST_CANCELLED | ST_FINISHED)) || st_pending(s) < 1 || st_phase(s) != phase_lo(before)) {
+        /* relaxed: a completer waits for the state to read exactly its
+         * phase with nothing pending before it resets (abar__complete). */
+        atomic_fetch_sub_explicit(&b->state, ST_HALF, memory_order_relaxed);
+        return tok_error(s & (ST_CANCELLED | ST_FINISHED) ? ECANCELED : EINVAL);
+    }
+    if (st_pending(s) == 1) {
+        *last = true;
+        if (!(s & ST_HALF)) {
+            /* pending was 1 without HALF (a phase that expects one, or whose
+             * other arrival dropped): we took it to 0, a completer's state. */
+            abar__complete(b, before, s + ST_HALF);
+        } else {
+            /* Our carry opened phase before+1, and kept the PARKED that a
+             * parker of this phase set: clear it before the release changes
+             * the futex word (a parker that set it since, in the new phase,
+             * read the word before and so cannot sleep through that change).
+             * relaxed: part of the release sequence on `state`; the futex
+             * CAS in publish releases. */
+            if (s & ST_PARKED) atomic_fetch_and_explicit(&b->state, ~ST_PARKED, memory_order_relaxed);
+            abar__publish(b, before, s & ST_PARKED);
         }
     }
-    return false;
+    return tok_make(before, ident);
 }
 
 /* Counts n arrivals (one of them a drop if `drop`) in the current phase;
@@ -63,11 +71,7 @@ static inline abar_token_t arrive_live(struct abar_impl *bi, uint32_t n, bool dr
     const uint64_t before = atomic_load_explicit(&rel(bi)->phase, memory_order_acquire);
     uint64_t s, ns;
     if (n == 1 && !drop) {
-        uint64_t p;
-        if ((bi->flags & ABAR__PAIR) && bi->completion == NULL && pair_last(bi, before, &p)) {
-            *last = true;
-            return tok_make(p, ident);
-        }
+        if (bi->flags & ABAR__TICKET) return abar__ticket_arrive(bi, last);
         /* The common case: one atomic subtraction counts the arrival.
          * acq_rel: release publishes this thread's writes to whoever completes
          * the phase (all arrivals form one release sequence on `state`);
@@ -88,6 +92,10 @@ static inline abar_token_t arrive_live(struct abar_impl *bi, uint32_t n, bool dr
             /* More than the phase still expects (or its completion is running):
              * refused whole, nothing counted. */
             if ((int32_t)n > st_pending(s)) return tok_error(EINVAL);
+            /* A pair's refused adds may carry the phase bits forward for a
+             * moment: count nothing in a phase other than `before` (as
+             * abar__ticket_slow, whose argument this is). */
+            if ((bi->flags & ABAR__TICKET) && st_phase(s) != phase_lo(before)) return tok_error(EINVAL);
             ns = s - n + (drop ? ST_DROP_ONE : 0);
             /* acq_rel: as above */
         } while (!atomic_compare_exchange_weak_explicit(&bi->state, &s, ns, memory_order_acq_rel,
@@ -141,12 +149,13 @@ void abar__complete(struct abar_impl *b, uint64_t p, uint64_t s)
     uint64_t cur = atomic_load_explicit(&b->state, memory_order_relaxed);
     const uint64_t fin = next == 0 ? ST_FINISHED : 0;
     /* Open phase p+1 to arrivals.  PARKED and CANCELLED may change under us,
-     * and refused arrivals may have subtracted and not yet added back: wait
-     * for their undo (pending back at exactly 0), keep CANCELLED, clear
-     * PARKED (we wake the parked below).  release: the next completer
-     * acquires the completion's writes through the arrivals' RMWs. */
+     * and refused arrivals may have subtracted (or a pair's, added HALF)
+     * and not yet taken it back: wait for their undo (pending back at
+     * exactly 0, the phase bits back at p), keep CANCELLED, clear PARKED (we
+     * wake the parked below).  release: the next completer acquires the
+     * completion's writes through the arrivals' RMWs. */
     for (;;) {
-        if (st_pending(cur) != 0) {
+        if (st_pending(cur) != 0 || st_phase(cur) != phase_lo(p)) {
             abar__pause();
             cur = atomic_load_explicit(&b->state, memory_order_relaxed);
         } else if (atomic_compare_exchange_weak_explicit(
@@ -155,7 +164,7 @@ void abar__complete(struct abar_impl *b, uint64_t p, uint64_t s)
             break;
         }
     }
-    publish(b, p, cur & ST_PARKED);
+    abar__publish(b, p, cur & ST_PARKED);
 }
 
 /* Releases the waiters of phase p, after the release CAS on `state` (which
@@ -168,7 +177,7 @@ void abar__complete(struct abar_impl *b, uint64_t p, uint64_t s)
  * return and free the barrier at once (the wake uses only the address).
  * release (both): the completion's and every arrival's writes (acquired by
  * the caller) reach a waiter that acquires either word. */
-static void publish(struct abar_impl *b, uint64_t p, bool parked)
+void abar__publish(struct abar_impl *b, uint64_t p, bool parked)
 {
     const bool pshared = b->flags & ABAR_PSHARED;
     struct abar__release *r = rel(b);

@@ -59,8 +59,9 @@ int abar_init(abar_t *b, uint32_t expected, const abar_attr_t *attr)
         abar__tree_free(bi); /* re-initialised without a destroy */
     }
     memset(b, 0, sizeof *b);
-    bi->flags = flags | (expected <= ABAR__PAIR_MAX ? ABAR__PAIR : 0);
     bi->completion = attr ? attr->completion : NULL;
+    bi->flags = flags | (expected <= ABAR__PAIR_MAX ? ABAR__PAIR : 0);
+    if ((bi->flags & ABAR__PAIR) && bi->completion == NULL) bi->flags |= ABAR__TICKET;
     bi->arg = attr ? attr->arg : NULL;
     bi->ident = new_ident(b);
     atomic_init(&bi->expected, expected);

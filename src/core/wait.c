@@ -52,28 +52,42 @@ static inline bool released(const struct abar__release *rw, abar_token_t t)
     return atomic_load_explicit(&rw->phase, memory_order_acquire) > t.raw;
 }
 
-/* Blocks until phase t.raw completes (registered in `inside` by the caller). */
-static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abstime)
+/* When the barrier expects more threads than there are CPUs, spinning
+ * would steal the CPU from the threads we wait for. */
+static inline bool oversubscribed_by(const struct abar_impl *b)
+{
+    return atomic_load_explicit(&b->expected, memory_order_relaxed) > abar__ncpu();
+}
+
+/* Most waits end within a few hundred rounds: poll the release alone first,
+ * with nothing else between seeing it and returning (a cancel is seen by
+ * block()'s loop, at most this many rounds later).  Not for timed waits
+ * (their deadline is checked from the first round), waiters told to park,
+ * or an oversubscribed barrier.  True if the phase was released. */
+static inline bool lean_spin(const struct abar_impl *b, abar_token_t t)
+{
+    if ((b->flags & ABAR_WAIT_PARK) || oversubscribed_by(b)) return false;
+    const struct abar__release *rw = rel((struct abar_impl *)b);
+    for (unsigned i = 0; i < ABAR__FIRST_POLLS; i++) {
+        if (released(rw, t)) return true;
+        abar__pause();
+    }
+    return false;
+}
+
+/* Blocks until phase t.raw completes (registered in `inside` by the caller),
+ * after lean_spin unless `leaned` (the caller ran it) or timed. */
+static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abstime, bool leaned)
 {
     const bool pshared = b->flags & ABAR_PSHARED;
     struct abar__release *rw = rel(b);
     uint64_t s;
     int r;
 
-    /* Spin first (bounded in time), unless told to park at once.  When the
-     * barrier expects more threads than there are CPUs, spinning would steal
-     * the CPU from the threads we wait for: then each round yields it. */
-    bool oversubscribed =
-        atomic_load_explicit(&b->expected, memory_order_relaxed) > abar__ncpu();
-    /* Most waits end within a few hundred rounds: poll the release alone
-     * first, with nothing else between seeing it and returning (a cancel
-     * is seen by the loop below, at most this many rounds later).  Timed
-     * waits skip it: their deadline is checked from the first round. */
-    if (!(b->flags & ABAR_WAIT_PARK) && !oversubscribed && abstime == NULL)
-        for (unsigned i = 0; i < ABAR__FIRST_POLLS; i++) {
-            if (released(rw, t)) return 0;
-            abar__pause();
-        }
+    if (!leaned && abstime == NULL && lean_spin(b, t)) return 0;
+    /* Spin (bounded in time), unless told to park at once.  Oversubscribed,
+     * each round yields the CPU. */
+    bool oversubscribed = oversubscribed_by(b);
     /* After a release that woke sleepers, spin longer: the woken threads
      * come back one by one (a sleeping vCPU can take tens of µs to run
      * again), and waiters that park before the last of them arrives must
@@ -169,14 +183,14 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
     }
 }
 
-static void leave(struct abar_impl *b, bool counted);
+static inline void leave(struct abar_impl *b, bool counted);
 
 /* Announces this thread as blocked on b, so that abar_destroy says EBUSY
  * until leave(): a slot in the thread's own hazard record for a private
  * barrier (no shared write), the count in the barrier for a process-shared
  * one (or when no slot is free).  Returns false if a destroy got there first:
  * then the caller must not wait on b. */
-static bool enter(struct abar_impl *b, bool *counted)
+static inline __attribute__((always_inline)) bool enter(struct abar_impl *b, bool *counted)
 {
     struct abar__hazard *h;
     if (!(b->flags & ABAR_PSHARED) && (h = abar__hazard_mine()) && h->depth < ABAR__HAZARD_DEPTH) {
@@ -205,7 +219,7 @@ static bool enter(struct abar_impl *b, bool *counted)
 
 /* The end of enter(): after it this thread touches b no more.  release: a
  * destroy that sees us gone runs after our last access. */
-static void leave(struct abar_impl *b, bool counted)
+static inline __attribute__((always_inline)) void leave(struct abar_impl *b, bool counted)
 {
     if (counted) {
         atomic_fetch_sub_explicit(&b->inside, 1, memory_order_release);
@@ -220,7 +234,7 @@ static int wait_registered(struct abar_impl *b, abar_token_t t, const struct tim
 {
     bool counted;
     if (!enter(b, &counted)) return EINVAL; /* destroyed: never sleep on it */
-    int r = block(b, t, abstime);
+    int r = block(b, t, abstime, false);
     leave(b, counted);
     return r;
 }
@@ -282,7 +296,7 @@ abar_token_t abar_token_at(abar_t *b, uint64_t phase)
     return tok_make(phase, bi->ident);
 }
 
-static inline int arrive_and_wait(abar_t *b, bool *last)
+static inline __attribute__((always_inline)) int arrive_and_wait(abar_t *b, bool *last)
 {
     struct abar_impl *bi = abar__live(b);
     if (bi == NULL) return EINVAL;
@@ -291,14 +305,18 @@ static inline int arrive_and_wait(abar_t *b, bool *last)
      * see us. */
     bool counted;
     if (!enter(bi, &counted)) return EINVAL;
-    abar_token_t t = abar__arrive1(bi, last);
+    /* A pair without a completion function: its arrival inline (the
+     * critical path at T = 2 runs from a waiter seeing its release to its
+     * next arrival: abar__ticket_arrive). */
+    abar_token_t t = bi->flags & ABAR__TICKET ? abar__ticket_arrive(bi, last) : abar__arrive1(bi, last);
     int r;
     if (t.id == 0) r = abar__token_err(t);
     else if (*last) r = 0; /* we completed the phase: nothing to wait for */
     /* released while we arrived (acquire: pairs with the completer's
      * release store of phase), else spin and park */
     else if (atomic_load_explicit(&rel(bi)->phase, memory_order_acquire) > t.raw) r = 0;
-    else r = block(bi, t, NULL);
+    else if (lean_spin(bi, t)) r = 0; /* inline: its exit is on the critical path */
+    else r = block(bi, t, NULL, true);
     leave(bi, counted);
     return r;
 }
