@@ -24,9 +24,11 @@
  * phase may not touch the barrier).  abar_arrive_and_wait registers first
  * (enter), arrives, and waits only if its arrival did not complete the
  * phase and a read of `phase` does not show it released (since 3add362).
- * With PAIR, the last single arrival of a barrier of two without a
- * completion function counts itself and opens the next phase in one CAS,
- * then publishes as a completer does.  AW_REGISTERED=1 checks the
+ * With PAIR, a single arrival on a barrier of two without a completion
+ * function is one add of HALF: the second of a phase carries into the
+ * phase bits, which counts it and opens the next phase at once, and then
+ * publishes as a completer does; an add that should not have counted is
+ * taken back.  AW_REGISTERED=1 checks the
  * arrival arrive_and_wait had at 4d5ff95.  With TREE, the barrier is a wide
  * one (tree.c): arrivals take units of two leaves by CAS, the one that fills
  * a leaf forwards it to the state word, an arrive_n locks the leaves, takes
@@ -79,9 +81,9 @@
  * 1 release before the state CAS, 2 no PARKED flag, 3 the completer never
  * wakes, 5 cancel does not change the futex word, 6 arrive_and_wait
  * registers after its arrival, 7 the completer does not bump the futex word
- * although PARKED, 8 (with PAIR) pair_last publishes as if it had not found
- * PARKED: no bump, no wake; livelocks, for P6: 9 a refused single arrival
- * is never undone, 10 the completer's futex CAS retries with a stale value;
+ * although PARKED, 8 (with PAIR) the carrying add publishes as if it had
+ * not found PARKED: no bump, no wake; livelocks, for P6: 9 a refused single
+ * arrival (with PAIR: a refused add) is never undone, 10 the completer's futex CAS retries with a stale value;
  * 11 (with AW_REGISTERED) the registered arrival computes its token with
  * the before-formula (arrival_phase) from its read after the RMW: wrong
  * once `phase` moved past the arrival's phase (P2); 12 arrive_and_wait's
@@ -95,21 +97,27 @@
  * 16 a single arrival does not skip a leaf locked by an arrive_n (whose
  * unlock then overwrites the unit: P3); 17 a leaf whose quota is 0 (drops
  * left fewer units than leaves) is not skipped, and its unit is never
- * forwarded (P3).
+ * forwarded (P3); with PAIR: 18 an add that takes pending to 0 without a
+ * carry (a phase that expects one, or whose other arrival dropped) is
+ * published as if it had carried: the phase is never reset (P1).
+ * Not planted: an add counted in a phase other than `before`, and a
+ * completer that waits only for pending 0, not for its phase bits too:
+ * both need two refused adds at once (a carry transient seen by another
+ * add), which the model's participants, arriving once a phase, never make.
  * Number 4 is unused (no bug of that kind remains: the futex word's cancel
  * bit only hastens spinners, whose 1024th round looks anyway)),
  * ATOMIC_SNAPSHOT (0: 1 makes abar__snapshot one step, see there),
- * FIX_ARRIVAL_PHASE (1, as arrive.c:62-63 since 8fb3cd8: the token from
+ * FIX_ARRIVAL_PHASE (1, as arrive.c:69-70 since 8fb3cd8: the token from
  * `phase` read before the arrival's RMW; 0: the code before, read after it,
  * finding F1 in docs/reliability.md; with AW_REGISTERED, arrive_and_wait's
  * arrival reads after its RMW either way, as it may: see arrive_registered),
  * AW_REGISTERED (0: arrive_and_wait's arrival is abar__arrive1, the one
- * above, arrive.c:114; 1: the registered arrival the core had at 4d5ff95:
+ * above, arrive.c:121; 1: the registered arrival the core had at 4d5ff95:
  * the RMW alone, then `phase` read after it, never pair_last; checked as a
  * variant, should it come back),
- * FIX_CANCEL_WAKE (1, as lifecycle.c:119-122 since 8fb3cd8: abar_cancel
+ * FIX_CANCEL_WAKE (1, as lifecycle.c:120-123 since 8fb3cd8: abar_cancel
  * always wakes; 0: only when PARKED, finding F2),
- * FIX_CANCEL_PARK (1, as wait.c:151 since 177c88b: a parker whose look said
+ * FIX_CANCEL_PARK (1, as wait.c:165 since 177c88b: a parker whose look said
  * "pending" on a cancelled state yields instead of sleeping; 0: it parks,
  * finding F4),
  * NO_ONLY (0: 1 leaves out the plain arrive without a wait in the last
@@ -119,9 +127,11 @@
  * FULL_MENU (0: 1 lets every worker choose every call pattern each phase),
  * PAIR (0: the barrier has a completion function, so every arrival takes
  * the general path; 1: it has none and expects N <= ABAR__PAIR_MAX = 2
- * threads, abar_internal.h:87-96: a single arrival first tries pair_last,
- * arrive.c:67, which counts the last arrival and opens the next phase in
- * one CAS; since 63886e9; not the registered arrival of AW_REGISTERED),
+ * threads, abar_internal.h:96-108: ABAR__TICKET, lifecycle.c:64: a single
+ * arrival is one add of HALF, arrive.c:73, abar_internal.h:244-267, and
+ * the second of a phase carries into the phase bits, which opens the next
+ * phase in that add; since b03b267 (before it, pair_last's one CAS); not the
+ * registered arrival of AW_REGISTERED),
  * TREE (0: the state word counts every arrival; 1: two leaves do, tree.c,
  * as for a private barrier of at least ABAR_TREE_MIN threads; not with PAIR
  * or AW_REGISTERED), NARR (0: every arrival is one; k >= 2: worker 1
@@ -194,7 +204,7 @@
 #endif
 
 #if TREE && PAIR
-#error TREE and PAIR exclude each other (arrive.c:59: a barrier with leaves never takes pair_last)
+#error TREE and PAIR exclude each other (arrive.c:66: a barrier with leaves never takes the pair's add)
 #endif
 #if TREE && AW_REGISTERED
 #error AW_REGISTERED is a variant of the flat arrival
@@ -226,41 +236,44 @@
 #define ECANCELED 125
 #define OPEN      255   /* judge: the token's phase is the open one (wait.c:8) */
 
-/* The state word, abar_internal.h:4-20 and 46-56, shrunk: pending with a
+/* The state word, abar_internal.h:4-22 and 46-56, shrunk: pending with a
  * bias of 8 in 4 bits (it reads below 0 while refused arrivals are undone),
- * drops 3 bits, the flags, then PBITS of phase (the C: 22, 20, 3 flags, 19). */
+ * drops 3 bits, the flags, HALF, then PBITS of phase (the C: 22, 20, 3
+ * flags, HALF, 18). */
 #define BIAS        8
-#define PEND(s)     (((s) & 15) - BIAS)
+#define HALF        1024      /* ST_HALF: a pair's first arrival, abar_internal.h:12-13 */
+#define PEND(s)     (((s) & 15) - BIAS - (((s) >> 10) & 1))  /* abar_internal.h:67-71 */
 #define DROPS(s)    (((s) >> 4) & 7)
 #define DROP_ONE    16
 #define PARKED      128
 #define CANC        256
 #define FIN         512
-#define PSHIFT      10
+#define PSHIFT      11
 #define PMASK       ((1 << PBITS) - 1)
 #define STPH(s)     (((s) >> PSHIFT) & PMASK)
 #define LO(p)       ((p) & PMASK)
-#define MAKE(p, pend, fl) ((LO(p) << PSHIFT) | (fl) | ((pend) + BIAS))  /* abar_internal.h:66-69 */
-#define COMPLETING(s) (PEND(s) <= 0 && ((s) & FIN) == 0)               /* abar_internal.h:71-74 */
-/* The 32-bit futex word (abar_internal.h:82-83), shrunk to 8 bits: bit 7 is
- * ABAR__FUTEX_CANCELLED (bit 31, abar_internal.h:76, set by abar_cancel),
- * the low 7 bits count the releases that found PARKED (arrive.c:179-184;
+#define SMASK       ((1 << (PSHIFT + PBITS)) - 1) /* a carry out of the phase bits is lost, as out of bit 63 */
+#define MAKE(p, pend, fl) ((LO(p) << PSHIFT) | (fl) | ((pend) + BIAS))  /* abar_internal.h:75-78 */
+#define COMPLETING(s) (PEND(s) <= 0 && ((s) & FIN) == 0)               /* abar_internal.h:80-83 */
+/* The 32-bit futex word (abar_internal.h:91-92), shrunk to 8 bits: bit 7 is
+ * ABAR__FUTEX_CANCELLED (bit 31, abar_internal.h:85, set by abar_cancel),
+ * the low 7 bits count the releases that found PARKED (arrive.c:187-192;
  * at most NPH of them here, so the count never wraps back to a value a
  * sleeper read). */
 #define FUT_CANC    128
 #define FUT_COUNT   127
-#define INSIDE_DEAD 128           /* ABAR__INSIDE_DEAD, abar_internal.h:205 */
+#define INSIDE_DEAD 128           /* ABAR__INSIDE_DEAD, abar_internal.h:216 */
 
-/* ---- the barrier (struct abar_impl, abar_internal.h:107-130) ----
+/* ---- the barrier (struct abar_impl, abar_internal.h:118-141) ----
  * `phase` and `futex` are the release words (struct abar__release,
- * abar_internal.h:78-85), which every access reaches through rel(b)
- * (abar_internal.h:139-143): `pair` beside the state word or `wide` on a
- * line of its own, fixed at init (ABAR__PAIR, lifecycle.c:62), so either way
+ * abar_internal.h:87-94), which every access reaches through rel(b)
+ * (abar_internal.h:150-154): `pair` beside the state word or `wide` on a
+ * line of its own, fixed at init (ABAR__PAIR, lifecycle.c:63), so either way
  * one pair of words; where they live makes no difference to the protocol.
- * What ABAR__PAIR does change, pair_last, is the PAIR knob. */
-int  state = E0 + BIAS; /* MAKE(0, E0, 0): abar_init, lifecycle.c:67 */
-byte phase = 0;         /* completed phases (byte: NPH < 250), lifecycle.c:68,70 */
-byte futex = 0;         /* lifecycle.c:69,71 */
+ * What ABAR__TICKET does change, the add of HALF, is the PAIR knob. */
+int  state = E0 + BIAS; /* MAKE(0, E0, 0): abar_init, lifecycle.c:68 */
+byte phase = 0;         /* completed phases (byte: NPH < 250), lifecycle.c:69,71 */
+byte futex = 0;         /* lifecycle.c:70,72 */
 byte inside = 0;        /* count (PSHARED) | INSIDE_DEAD */
 byte expected = E0;
 bool dead = 0;          /* magic == ABAR__MAGIC_DEAD, set by destroy */
@@ -294,17 +307,18 @@ byte gexp[NPHA];           /* expected count of phase p (p > 0; p = 0: N) */
 byte compl[NPHA];          /* completions run for phase p */
 bool released[NPHA];       /* the release of phase p (its `phase` store) happened */
 bool gcancel = 0;          /* abar_cancel's fetch_or happened */
+byte grefused = 0;         /* a pair's refused adds not yet taken back */
 bool gfinished = 0;        /* the last drop's phase was opened */
 byte wdone = 0;            /* workers (other than 0) that returned for good */
 bool cdone = !CANCELLER, odone = !OBSERVER;
 #define GEXP(p)    ((p) == 0 -> E0 : gexp[p])
 
 /* Every access to barrier memory: never after a successful destroy (P5).
- * abar__live's load of magic (abar_internal.h:161) is folded into the call's
+ * abar__live's load of magic (abar_internal.h:172) is folded into the call's
  * next access: a destroy before either is caught by that access. */
 #define ACCESS     assert(!dead)
 
-/* abar__snapshot, abar_internal.h:166-182: read phase, state, phase again;
+/* abar__snapshot, abar_internal.h:177-193: read phase, state, phase again;
  * returns cur (completed phases) and a state naming cur or cur + 1.  With
  * ATOMIC_SNAPSHOT the three loads are one step; that is sound exactly when
  * the check below holds for the three-step version (the ATOMIC_SNAPSHOT=0
@@ -318,22 +332,22 @@ inline snapshot(res, sv)
 inline snapshot(res, sv)
 {
     do
-    :: atomic { ACCESS; ph1 = phase };                   /* abar_internal.h:172 */
-       atomic { ACCESS; sv = state; gsr = gS };          /* abar_internal.h:174 */
-       atomic { ACCESS; ph2 = phase };                   /* abar_internal.h:177 */
+    :: atomic { ACCESS; ph1 = phase };                   /* abar_internal.h:183 */
+       atomic { ACCESS; sv = state; gsr = gS; gtr = grefused }; /* abar_internal.h:185 */
+       atomic { ACCESS; ph2 = phase };                   /* abar_internal.h:188 */
        if
        :: ph2 == ph1 ->
-          res = ph1;                                     /* abar_internal.h:178-179 */
+          res = ph1;                                     /* abar_internal.h:189-190 */
           assert(gsr == res || gsr == res + 1);          /* P2: phase in {S-1, S} */
-          assert(STPH(sv) == LO(gsr));
-          ph1 = 0; ph2 = 0; gsr = 0;                     /* dead: keep the state space small */
+          assert(STPH(sv) == LO(gsr) || gtr > 0);        /* (a pair's refused add moves the bits until taken back) */
+          ph1 = 0; ph2 = 0; gsr = 0; gtr = 0;                     /* dead: keep the state space small */
           break
        :: else -> skip
        fi
     od
 }
 #endif
-/* abar__state_phase, abar_internal.h:183-187 */
+/* abar__state_phase, abar_internal.h:194-198 */
 #define STATE_PHASE(c, sv) (STPH(sv) == LO(c) -> (c) : (c) + 1)
 
 /* judge, wait.c:14-26 (EDEADLK needs a completion that waits: not modelled) */
@@ -385,17 +399,17 @@ inline futex_wait(res, val, tmd)
     od
 }
 
-/* block, wait.c:56-170: spin (unless PARK), then park.  Returns in r. */
+/* block, wait.c:80-184 (with lean_spin, wait.c:67-77): spin (unless PARK), then park.  Returns in r. */
 inline block(tk, tmd)
 {
-    /* The spin loop, wait.c:89-133.  Its policy is a free choice each round:
-     * ABAR_WAIT_PARK skips it (wait.c:82), the default leaves it when the
+    /* The spin loop, wait.c:103-147.  Its policy is a free choice each round:
+     * ABAR_WAIT_PARK skips it (wait.c:96), the default leaves it when the
      * budget is spent (and, oversubscribed, after 4 yields per participant:
-     * any round, wait.c:124-127), ABAR_WAIT_SPIN never leaves
-     * it.  A round reads `phase` (wait.c:94; the first 128 rounds,
-     * wait.c:72-76, read only `phase`), then the futex word's cancel
-     * bit (wait.c:97), and looks (wait.c:99) when the bit is set or on every
-     * 1024th round (wait.c:98).  A round whose loads find phase <= tk, the
+     * any round, wait.c:138-141), ABAR_WAIT_SPIN never leaves
+     * it.  A round reads `phase` (wait.c:108; the first 128 rounds,
+     * wait.c:67-77, lean_spin, read only `phase`), then the futex word's cancel
+     * bit (wait.c:111), and looks (wait.c:113) when the bit is set or on every
+     * 1024th round (wait.c:112).  A round whose loads find phase <= tk, the
      * bit clear, and (if it looks) the token still pending changes nothing
      * but the spinner's locals; such rounds are folded into one blocking step
      * that waits until a round can see news: `phase` past tk, the bit, or
@@ -408,35 +422,35 @@ inline block(tk, tmd)
      * caught (P5) by the round's first access. */
     do
     :: atomic { ACCESS; phase > tk || (futex & FUT_CANC) || (state & (CANC | FIN)) || dead } ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:74,94 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:72,108 */
        if
        :: tmp > tk -> r = 0; goto blockdone
        :: else -> skip
        fi;
-       atomic { ACCESS; tmp = futex };                   /* wait.c:97 */
+       atomic { ACCESS; tmp = futex };                   /* wait.c:111 */
        if
-       :: skip ->                                        /* wait.c:97-98: the cancel bit, or i % 1024 == 0 */
+       :: skip ->                                        /* wait.c:111-112: the cancel bit, or i % 1024 == 0 */
           tmp = 0;
-          look(r, tk);                                   /* wait.c:99 */
+          look(r, tk);                                   /* wait.c:113 */
           if :: !PENDING(r) -> goto blockdone :: else -> skip fi
        :: !(tmp & FUT_CANC) -> tmp = 0                   /* no bit, not a 1024th round */
        fi
-    :: tmd ->                                            /* wait.c:106-109: deadline, one more look */
+    :: tmd ->                                            /* wait.c:120-123: deadline, one more look */
        look(r, tk);
        r = (PENDING(r) -> ETIMEDOUT : r);
        goto blockdone
-    :: break                                             /* wait.c:82,127: park */
+    :: break                                             /* wait.c:96,141: park */
     od;
-    /* The park loop, wait.c:143-169. */
+    /* The park loop, wait.c:157-183. */
     do
-    :: atomic { ACCESS; v = futex };                     /* wait.c:148: the word before the look */
-       look(r, tk);                                      /* wait.c:149 */
+    :: atomic { ACCESS; v = futex };                     /* wait.c:162: the word before the look */
+       look(r, tk);                                      /* wait.c:163 */
        if :: !PENDING(r) -> goto blockdone :: else -> skip fi;
-       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:150 */
+       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:164 */
        if
-       :: r == EBUSY -> goto parkagain                   /* wait.c:151-153: yield */
+       :: r == EBUSY -> goto parkagain                   /* wait.c:165-167: yield */
 #if FIX_CANCEL_PARK
-       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:151-153: cancelled, looked complete: yield */
+       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:165-167: cancelled, looked complete: yield */
 #endif
        :: else -> skip
        fi;
@@ -444,7 +458,7 @@ inline block(tk, tmd)
        /* bug 2: sleep without announcing PARKED */
 #else
        if
-       :: !(s & PARKED) ->                               /* wait.c:157-160 */
+       :: !(s & PARKED) ->                               /* wait.c:171-174 */
           atomic {
               ACCESS;
               if
@@ -456,11 +470,11 @@ inline block(tk, tmd)
        :: else -> skip
        fi;
 #endif
-       futex_wait(r, v, tmd);                            /* wait.c:163 */
+       futex_wait(r, v, tmd);                            /* wait.c:177 */
        if
        :: r == ETIMEDOUT ->
-          look(r, tk);                                   /* wait.c:166 */
-          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:167 */
+          look(r, tk);                                   /* wait.c:180 */
+          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:181 */
           goto blockdone
        :: else -> skip
        fi;
@@ -471,13 +485,13 @@ blockdone:
     cur = 0; s = 0; ok = 0; tmp = 0; v = 0
 }
 
-/* enter, wait.c:179-204: announce, then wait out a destroy's mark.
+/* enter, wait.c:193-218: announce, then wait out a destroy's mark.
  *
  * The hazard-slot fences (hazard.c:11-21).  The C orders the slot store
- * before the waiter's next loads with a "light" fence (wait.c:187,
- * abar_internal.h:236-243: only a compiler barrier where membarrier is
+ * before the waiter's next loads with a "light" fence (wait.c:201,
+ * abar_internal.h:296-300: only a compiler barrier where membarrier is
  * registered) and destroy's mark before its slot loads with a "heavy" one
- * (lifecycle.c:95, hazard.c:50-60: membarrier PRIVATE_EXPEDITED, then a
+ * (lifecycle.c:96, hazard.c:50-60: membarrier PRIVATE_EXPEDITED, then a
  * seq_cst fence).  The model is sequentially consistent, i.e. it assumes a
  * full fence on both sides; that is sound for the asymmetric pair because
  * the pair gives the same guarantee for this store-load (Dekker) pattern:
@@ -496,18 +510,18 @@ blockdone:
 inline enter()
 {
 #if PSHARED
-    atomic { ACCESS; inside++ };                         /* wait.c:191 */
+    atomic { ACCESS; inside++ };                         /* wait.c:205 */
 #else
-    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:183, light fence 169 */
+    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:197, light fence 201 */
 #endif
     entered = 1;
     do
-    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:196 */
-    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:197: destroyed */
+    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:210 */
+    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:211: destroyed */
        entered = 0; break
     od;
     if
-    :: !entered ->                                       /* wait.c:198 leave */
+    :: !entered ->                                       /* wait.c:212 leave */
 #if PSHARED
        atomic { inside-- }
 #else
@@ -517,24 +531,24 @@ inline enter()
     fi
 }
 
-/* leave, wait.c:208-216: after it this thread touches the barrier no more. */
+/* leave, wait.c:222-230: after it this thread touches the barrier no more. */
 inline leave()
 {
 #if PSHARED
-    atomic { ACCESS; inside-- }                          /* wait.c:211 */
+    atomic { ACCESS; inside-- }                          /* wait.c:225 */
 #else
-    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:214 */
+    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:228 */
 #endif
 }
 
-/* wait_registered, wait.c:219-226 (the caller, wait_common, found the token
- * not yet complete on the release words, wait.c:236). */
+/* wait_registered, wait.c:233-240 (the caller, wait_common, found the token
+ * not yet complete on the release words, wait.c:250). */
 inline wait_registered(tk, tmd)
 {
-    enter();                                             /* wait.c:222 */
+    enter();                                             /* wait.c:236 */
     assert(entered);                                     /* no destroy races these waits */
-    block(tk, tmd);                                      /* wait.c:223 */
-    leave()                                              /* wait.c:224 */
+    block(tk, tmd);                                      /* wait.c:237 */
+    leave()                                              /* wait.c:238 */
 }
 
 /* What a returned wait may say (P1, P4). */
@@ -548,7 +562,7 @@ inline check_wait(tk, res, tmd)
     fi
 }
 
-/* publish, arrive.c:161-187: release the waiters of phase p after the
+/* publish, arrive.c:169-195: release the waiters of phase p after the
  * release CAS on `state`, which found PARKED if prk.  Only then the futex
  * word changes: its count bits, by CAS, keeping the cancel bit (a cancel may
  * set it meanwhile).  Uses tmp (the caller's is dead by now). */
@@ -558,9 +572,9 @@ inline publish(p, prk)
     /* bug 7: the futex word is not changed although PARKED */
 #else
     if
-    :: prk ->                                            /* arrive.c:179 */
-       atomic { ACCESS; tmp = futex };                   /* arrive.c:180: f */
-       do                                                /* arrive.c:181-183 */
+    :: prk ->                                            /* arrive.c:187 */
+       atomic { ACCESS; tmp = futex };                   /* arrive.c:188: f */
+       do                                                /* arrive.c:189-191 */
        :: atomic {
               ACCESS;
               if
@@ -581,109 +595,123 @@ inline publish(p, prk)
     fi;
 #endif
 #if MUTANT != 1
-    atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* arrive.c:185: the last access */
+    atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* arrive.c:193: the last access */
 #endif
 #if MUTANT == 3
     skip                                                 /* bug 3: never wake */
 #else
     if
-    :: prk -> futex_wake_all()                           /* arrive.c:186 */
+    :: prk -> futex_wake_all()                           /* arrive.c:194 */
     :: else -> skip
     fi
 #endif
 }
 
-/* abar__complete, arrive.c:123-159, for phase p whose last arrival made ns
+/* abar__complete, arrive.c:130-167, for phase p whose last arrival made ns
  * (bug 1 stores `phase` before the state CAS; publish then leaves it out). */
 inline complete(p, ns)
 {
-    atomic {                                             /* arrive.c:127-132: the completion */
+    atomic {                                             /* arrive.c:134-139: the completion */
         ACCESS;
         assert(arrived[p] == GEXP(p));                   /* P1: every arrival counted */
         assert(!released[p]);                            /* P1: before any release */
         compl[p]++;
         assert(compl[p] == 1)                            /* P1: exactly once */
     };
-    atomic { ACCESS; next = expected - DROPS(ns) };      /* arrive.c:136 */
+    atomic { ACCESS; next = expected - DROPS(ns) };      /* arrive.c:143 */
     if
-    :: DROPS(ns) -> atomic { ACCESS; expected = next }   /* arrive.c:137 */
+    :: DROPS(ns) -> atomic { ACCESS; expected = next }   /* arrive.c:144 */
     :: else -> skip
     fi;
-    atomic { ACCESS; phase == p };                       /* arrive.c:140: publish in order */
+    atomic { ACCESS; phase == p };                       /* arrive.c:147: publish in order */
 #if MUTANT == 1
     atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* bug 1: release before the state CAS */
 #endif
-    atomic { ACCESS; cur_s = state };                    /* arrive.c:141 */
-    do                                                   /* arrive.c:148-157 */
+    atomic { ACCESS; cur_s = state };                    /* arrive.c:148 */
+    do                                                   /* arrive.c:156-165 */
     :: atomic {
            ACCESS;
            if
-           :: PEND(cur_s) != 0 -> cur_s = state; ok = 0  /* arrive.c:149-151: an undo pending */
-           :: PEND(cur_s) == 0 && state == cur_s ->      /* arrive.c:152-155 */
+           :: PEND(cur_s) != 0 || STPH(cur_s) != LO(p) -> cur_s = state; ok = 0 /* arrive.c:157-159: an undo pending */
+           :: PEND(cur_s) == 0 && STPH(cur_s) == LO(p) && state == cur_s -> /* arrive.c:160-163 */
               state = MAKE(p + 1, next, (cur_s & CANC) | (next == 0 -> FIN : 0));
               gS = p + 1;
               gexp[p + 1] = GEXP(p) - gdrops[p];
               assert(gexp[p + 1] == next);               /* expected tracks drops */
               if :: next == 0 -> gfinished = 1 :: else -> skip fi;
               ok = 1
-           :: PEND(cur_s) == 0 && state != cur_s -> cur_s = state; ok = 0
+           :: PEND(cur_s) == 0 && STPH(cur_s) == LO(p) && state != cur_s -> cur_s = state; ok = 0
            fi
        };
        if :: ok -> break :: else -> skip fi
     od;
-    publish(p, (cur_s & PARKED));                        /* arrive.c:158 */
+    publish(p, (cur_s & PARKED));                        /* arrive.c:166 */
     cur_s = 0; next = 0; ok = 0
 }
 
 #if PAIR
-/* pair_last, arrive.c:21-51: the last arrival of a pair's phase (PAIR: the
- * barrier expects N <= ABAR__PAIR_MAX threads and has no completion
- * function, arrive.c:67) counts itself and opens phase p+1 in one CAS, then
- * publishes.  ok = 1 if it did (token in tp); else nothing changed and the
- * general path counts the arrival.  tmp holds `before` (arrive.c:63). */
-inline pair_last()
+/* A pair's single arrival (PAIR: the barrier expects N <= ABAR__PAIR_MAX = 2
+ * threads and has no completion function: ABAR__TICKET, lifecycle.c:64),
+ * abar__ticket_arrive (abar_internal.h:244-267) with abar__ticket_slow
+ * (arrive.c:31-58): one add of HALF; the second arrival of a phase carries
+ * out of HALF into the phase bits, which completes the phase and opens the
+ * next in that add.  Refused (cancelled, finished, nothing left, or a phase
+ * other than `before`): taken back by a subtraction.  tmp holds `before`
+ * (abar_internal.h:248); token in tp, r = error, lst = completed the phase.
+ * The inline fast path (abar_internal.h:255-265) is the two usual outcomes
+ * of the same add: the first of two, and the carry without PARKED. */
+inline ticket_arrive()
 {
-    ok = 0;
-    atomic { ACCESS; s = state };                        /* arrive.c:32 */
-    do
-    :: PEND(s) == 1 && !(s & (CANC | FIN)) && DROPS(s) == 0 -> /* arrive.c:33 */
-       tp = tmp + ((STPH(s) - tmp) & PMASK);             /* arrive.c:34: arrival_phase */
-       if
-       :: atomic { phase != tp -> ACCESS }; break        /* arrive.c:36: p not yet published */
-       :: atomic { phase == tp -> ACCESS }               /* arrive.c:36 */
-       fi;
-       atomic { ACCESS; next = expected };               /* arrive.c:37 */
-       atomic {                                          /* arrive.c:43-44: count and open p+1 */
-           ACCESS;
+    atomic {                                             /* abar_internal.h:252: fetch_add HALF */
+        ACCESS; s = state; state = (state + HALF) & SMASK; ns = state;
+        if
+        :: !(s & (CANC | FIN)) && PEND(s) >= 1 && STPH(s) == LO(tmp) ->
+           assert(!gcancel);                             /* P4: nothing counted after cancel */
+           assert(tmp == gS);                            /* P2: `before` is the phase counted in */
+           arrived[gS] = arrived[gS] + 1;
            if
-           :: state == s ->
-              state = MAKE(tp + 1, next, 0);
-              assert(!gcancel);                          /* P4: nothing counted after cancel */
-              assert(tp == gS);                          /* P2: the token names the phase counted in */
-              arrived[gS] = arrived[gS] + 1;
-              /* No completion function: the phase completes here (the ghost
-               * of P1's completion, as in complete()). */
-              assert(arrived[tp] == GEXP(tp) && !released[tp]);
-              compl[tp]++;
-              assert(compl[tp] == 1);
-              gS = tp + 1;
-              gexp[tp + 1] = GEXP(tp) - gdrops[tp];
-              assert(gexp[tp + 1] == next);              /* expected tracks drops */
-              ok = 1
-           :: else -> s = state                          /* arrive.c:43: failed, judge again */
+           :: PEND(s) == 1 && (s & HALF) ->              /* the carry: no completion function, */
+              assert(arrived[gS] == GEXP(gS) && !released[gS]); /* so the phase completes here */
+              compl[gS]++;
+              assert(compl[gS] == 1);
+              assert(gdrops[gS] == 0);                   /* a carry finds no drop (abar_internal.h:232-235) */
+              gexp[gS + 1] = GEXP(gS);
+              assert(gexp[gS + 1] == expected);          /* the next phase's count is this one's */
+              gS = gS + 1
+           :: else -> skip
            fi
-       };
-       if :: ok -> break :: else -> skip fi
-    :: else -> break                                     /* arrive.c:50: the general path */
-    od;
-    next = 0;
+        :: else -> grefused++
+        fi
+    };
     if
-#if MUTANT == 8
-    :: ok -> publish(tp, 0)                              /* bug 8: the pair path ignores PARKED */
+    :: (s & (CANC | FIN)) || PEND(s) < 1 || STPH(s) != LO(tmp) -> /* arrive.c:34 */
+#if MUTANT == 9
+       skip;                                             /* bug 9: the refused add is never taken back */
 #else
-    :: ok -> publish(tp, (s & PARKED))                   /* arrive.c:45 */
+       atomic { ACCESS; state = (state - HALF) & SMASK; grefused-- }; /* arrive.c:37 */
 #endif
-    :: else -> tp = 0
+       r = ((s & (CANC | FIN)) -> ECANCELED : EINVAL)    /* arrive.c:38 */
+    :: else ->
+       r = 0; tp = tmp;
+       if
+#if MUTANT == 18
+       :: PEND(s) == 1 -> publish(tp, (s & PARKED)); lst = 1 /* bug 18: every last add taken for a carry */
+#else
+       :: PEND(s) == 1 && !(s & HALF) -> complete(tp, ns); lst = 1 /* arrive.c:40-45 */
+       :: PEND(s) == 1 && (s & HALF) ->                  /* arrive.c:46-55 */
+#if MUTANT == 8
+          publish(tp, 0);                                /* bug 8: the carry ignores PARKED */
+#else
+          if
+          :: (s & PARKED) -> atomic { ACCESS; state = state & ~PARKED } /* arrive.c:53 */
+          :: else -> skip
+          fi;
+          publish(tp, (s & PARKED));                     /* arrive.c:54 */
+#endif
+          lst = 1
+#endif
+       :: else -> skip
+       fi
     fi
 }
 #endif
@@ -946,8 +974,8 @@ treendone:
 }
 #endif
 
-/* arrive_live, arrive.c:55-102 (abar_arrive and the others reach it through
- * arrive(), arrive.c:104-112, arrive_and_wait through abar__arrive1, 114):
+/* arrive_live, arrive.c:62-109 (abar_arrive and the others reach it through
+ * arrive(), arrive.c:111-119, arrive_and_wait through abar__arrive1, 114):
  * n arrivals (a drop if drp); token in tp, r = error, lst = this call
  * completed the phase (*last). */
 inline arrive(n, drp)
@@ -955,20 +983,19 @@ inline arrive(n, drp)
     lst = 0;
 #if TREE
     if
-    :: (n) == 1 -> tree_arrive1(drp)                     /* arrive.c:59-60 */
+    :: (n) == 1 -> tree_arrive1(drp)                     /* arrive.c:66-67 */
     :: else -> tree_arrive_n(n)
     fi
 #else
 #if FIX_ARRIVAL_PHASE
-    atomic { ACCESS; tmp = phase };                      /* arrive.c:63: before the RMW */
+    atomic { ACCESS; tmp = phase };                      /* arrive.c:70: before the RMW */
 #endif
     if
-    :: (n) == 1 && !(drp) ->                             /* arrive.c:65 */
+    :: (n) == 1 && !(drp) ->                             /* arrive.c:72 */
 #if PAIR
-       pair_last();                                      /* arrive.c:67 */
-       if :: ok -> r = 0; lst = 1; goto arrivedone :: else -> skip fi; /* arrive.c:69 */
+       ticket_arrive(); goto arrivedone;                 /* arrive.c:73 */
 #endif
-       atomic {                                          /* arrive.c:75 fetch_sub */
+       atomic {                                          /* arrive.c:78 fetch_sub */
            ACCESS; s = state; state = state - 1; ns = s - 1;
            if
            :: !(s & (CANC | FIN)) && PEND(s) >= 1 ->
@@ -978,7 +1005,7 @@ inline arrive(n, drp)
            fi
        };
        if
-       :: (s & (CANC | FIN)) || PEND(s) < 1 ->           /* arrive.c:77-83: undo (81) */
+       :: (s & (CANC | FIN)) || PEND(s) < 1 ->           /* arrive.c:80-86: undo (81) */
 #if MUTANT == 9
           skip;                                          /* bug 9: the refused arrival is never undone */
 #else
@@ -988,13 +1015,18 @@ inline arrive(n, drp)
        :: else -> r = 0
        fi
     :: else ->
-       atomic { ACCESS; s = state };                     /* arrive.c:85 */
+       atomic { ACCESS; s = state };                     /* arrive.c:88 */
        do
-       :: (s & (CANC | FIN)) -> r = ECANCELED; break     /* arrive.c:87 */
-       :: !(s & (CANC | FIN)) && (n) > PEND(s) -> r = EINVAL; break /* arrive.c:90 */
+       :: (s & (CANC | FIN)) -> r = ECANCELED; break     /* arrive.c:90 */
+       :: !(s & (CANC | FIN)) && (n) > PEND(s) -> r = EINVAL; break /* arrive.c:93 */
+#if PAIR
+       :: !(s & (CANC | FIN)) && (n) <= PEND(s) && STPH(s) != LO(tmp) -> r = EINVAL; break /* arrive.c:97 */
+       :: !(s & (CANC | FIN)) && (n) <= PEND(s) && STPH(s) == LO(tmp) ->
+#else
        :: !(s & (CANC | FIN)) && (n) <= PEND(s) ->
-          ns = s - (n) + ((drp) -> DROP_ONE : 0);        /* arrive.c:91 */
-          atomic {                                       /* arrive.c:93 */
+#endif
+          ns = s - (n) + ((drp) -> DROP_ONE : 0);        /* arrive.c:98 */
+          atomic {                                       /* arrive.c:100 */
               ACCESS;
               if
               :: state == s ->
@@ -1011,7 +1043,7 @@ inline arrive(n, drp)
     if
     :: r == 0 ->
 #if FIX_ARRIVAL_PHASE
-       tp = tmp + ((STPH(s) - tmp) & PMASK);             /* arrive.c:96, 14-17: no access after the RMW */
+       tp = tmp + ((STPH(s) - tmp) & PMASK);             /* arrive.c:103, 14-17: no access after the RMW */
        assert(tp == gph);
 #else
        atomic {                                          /* before 8fb3cd8: arrival_phase read phase here */
@@ -1022,7 +1054,7 @@ inline arrive(n, drp)
 #endif
        tmp = 0; gph = 0;
        if
-       :: PEND(ns) == 0 -> complete(tp, ns); lst = 1     /* arrive.c:97-99 */
+       :: PEND(ns) == 0 -> complete(tp, ns); lst = 1     /* arrive.c:104-106 */
        :: else -> skip
        fi
     :: else -> skip
@@ -1039,8 +1071,8 @@ arrivedone:
  * (enter) before it, so it may read the barrier after its RMW: the RMW
  * comes first, with no read before it, then `phase`, and the token from the
  * read after (arrival_phase_after, arrive.c@4d5ff95:24-27:
- * after + 1 - lo(after + 1 - st_phase(s))).  Never pair_last, even with
- * PAIR.  Token in tp, r = error, lst = completed the phase. */
+ * after + 1 - lo(after + 1 - st_phase(s))).  A fetch-and-sub even with
+ * PAIR (mixed with the other worker's adds of HALF).  Token in tp, r = error, lst = completed the phase. */
 inline arrive_registered()
 {
     lst = 0;
@@ -1085,32 +1117,32 @@ inline arrive_registered()
 }
 #endif
 
-/* abar_cancel, lifecycle.c:106-124 */
+/* abar_cancel, lifecycle.c:107-125 */
 inline cancel()
 {
-    atomic { ACCESS; old = state; state = state | CANC; gcancel = 1 }; /* lifecycle.c:111 */
+    atomic { ACCESS; old = state; state = state | CANC; gcancel = 1 }; /* lifecycle.c:112 */
     if
-    :: old & CANC -> skip                                /* lifecycle.c:112 */
+    :: old & CANC -> skip                                /* lifecycle.c:113 */
     :: else ->
 #if MUTANT != 5
-       atomic { ACCESS; futex = futex | FUT_CANC };      /* lifecycle.c:118: fetch_or of bit 31 */
+       atomic { ACCESS; futex = futex | FUT_CANC };      /* lifecycle.c:119: fetch_or of bit 31 */
 #endif
        if
-       :: (old & PARKED) || FIX_CANCEL_WAKE -> futex_wake_all() /* lifecycle.c:122 (before 8fb3cd8: only if PARKED) */
+       :: (old & PARKED) || FIX_CANCEL_WAKE -> futex_wake_all() /* lifecycle.c:123 (before 8fb3cd8: only if PARKED) */
        :: else -> skip
        fi
     fi
 }
 
-/* abar_destroy, lifecycle.c:81-104 */
+/* abar_destroy, lifecycle.c:82-105 */
 inline destroy()
 {
-    atomic { ACCESS; sread = state };                    /* lifecycle.c:86 */
-    atomic { ACCESS; tmp = phase };                      /* lifecycle.c:87 */
+    atomic { ACCESS; sread = state };                    /* lifecycle.c:87 */
+    atomic { ACCESS; tmp = phase };                      /* lifecycle.c:88 */
     if
     :: COMPLETING(sread) || STPH(sread) != LO(tmp) -> r = EBUSY
     :: else ->
-       atomic {                                          /* lifecycle.c:91 CAS 0 -> DEAD */
+       atomic {                                          /* lifecycle.c:92 CAS 0 -> DEAD */
            ACCESS;
            if
            :: inside == 0 -> inside = INSIDE_DEAD; ok = 1
@@ -1121,16 +1153,16 @@ inline destroy()
        :: !ok -> r = EBUSY
        :: else ->
 #if !PSHARED
-          /* lifecycle.c:95-96: the heavy fence (see enter), then the
+          /* lifecycle.c:96-97: the heavy fence (see enter), then the
            * hazard slots (hazard.c:108-115, read as one step: a slot
            * set after the scan passed it belongs to a waiter that then
-           * sees the mark, wait.c:196) */
+           * sees the mark, wait.c:210) */
           atomic { ACCESS; i = 0; do :: i < NPROC && !slot[i] -> i++ :: else -> break od };
           if
-          :: i < NPROC -> atomic { ACCESS; inside = inside & ~INSIDE_DEAD }; r = EBUSY /* lifecycle.c:96-98 */
+          :: i < NPROC -> atomic { ACCESS; inside = inside & ~INSIDE_DEAD }; r = EBUSY /* lifecycle.c:97-99 */
           :: else ->
 #endif
-             atomic { ACCESS; dead = 1 }; r = 0          /* lifecycle.c:101 */
+             atomic { ACCESS; dead = 1 }; r = 0          /* lifecycle.c:102 */
 #if !PSHARED
           fi;
           i = 0
@@ -1147,13 +1179,13 @@ inline destroy()
 #define OP_ONLY   5  /* abar_arrive, no wait, then leave (last phase only) */
 
 /* How many a worker's abar_arrive counts: NARR for worker 1 with NARR
- * (abar_arrive_n, arrive.c:197), else 1. */
+ * (abar_arrive_n, arrive.c:205), else 1. */
 #define ARRN ((NARR && _pid == 1) -> NARR : 1)
 
 /* Worker 0 never drops and destroys the barrier after its last wait. */
 active [N] proctype worker()
 {
-    byte k = 0, op, tp, cur, ph1, ph2, gsr, next, tmp, i, gph, v;
+    byte k = 0, op, tp, cur, ph1, ph2, gsr, gtr, next, tmp, i, gph, v;
     int s, ns, sread, cur_s;
     byte r;
     bool ok, timed, lastph, entered, lst, left;
@@ -1181,7 +1213,7 @@ active [N] proctype worker()
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
        if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:293 */
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:307 */
        :: else -> skip
        fi;
 #endif
@@ -1191,7 +1223,7 @@ active [N] proctype worker()
        :: else -> arrive(ARRN, op == OP_DROP)
        fi;
 #else
-       arrive(ARRN, op == OP_DROP);                      /* wait.c:294 / arrive.c:114, 191-207 */
+       arrive(ARRN, op == OP_DROP);                      /* wait.c:311 / arrive.c:121, 191-207 */
 #endif
 #if MUTANT == 6
        if :: op == OP_AW -> enter() :: else -> skip fi;
@@ -1207,29 +1239,29 @@ active [N] proctype worker()
           leave(); left = 1;                             /* bug 13: leaves right after its arrival */
 #endif
           if
-          :: lst -> skip                                 /* wait.c:297: we completed it */
+          :: lst -> skip                                 /* wait.c:314: we completed it */
           :: else ->
-             atomic { ACCESS; tmp = phase };             /* wait.c:300: released meanwhile? */
+             atomic { ACCESS; tmp = phase };             /* wait.c:317: released meanwhile? */
              if
 #if MUTANT == 12
              :: tmp >= tp -> tmp = 0                     /* bug 12: `phase` == tp taken as released */
 #else
-             :: tmp > tp -> tmp = 0                      /* wait.c:300 */
+             :: tmp > tp -> tmp = 0                      /* wait.c:317 */
 #endif
 #if MUTANT == 13
              :: else -> tmp = 0; wait_registered(tp, 0)  /* bug 13: then waits as abar_wait does */
 #else
-             :: else -> tmp = 0; block(tp, 0)            /* wait.c:301 */
+             :: else -> tmp = 0; block(tp, 0)            /* wait.c:318-319 */
 #endif
              fi
           fi;
           check_wait(tp, r, 0)
        :: r == 0 && (op == OP_SPLIT || op == OP_TIMED) ->
-          do                                             /* wait_common, wait.c:228-248 */
-          :: atomic { ACCESS; tmp = phase };             /* wait.c:236 */
+          do                                             /* wait_common, wait.c:242-262 */
+          :: atomic { ACCESS; tmp = phase };             /* wait.c:250 */
              if
              :: tp < tmp -> r = 0; tmp = 0
-             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:247 */
+             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:261 */
              fi;
              check_wait(tp, r, timed);
              if
@@ -1240,7 +1272,7 @@ active [N] proctype worker()
        :: else -> skip
        fi;
        if
-       :: op == OP_AW && !left -> leave()                /* wait.c:302 */
+       :: op == OP_AW && !left -> leave()                /* wait.c:320 */
        :: else -> skip
        fi;
        if
@@ -1285,25 +1317,25 @@ active proctype canceller()
 #endif
 
 #if OBSERVER
-/* A non-participant: abar_current, then abar_wait (wait.c:262-270, 179-199). */
+/* A non-participant: abar_current, then abar_wait (wait.c:276-284, 179-199). */
 active proctype observer()
 {
-    byte tp, cur, ph1, ph2, gsr, tmp, i, v;
+    byte tp, cur, ph1, ph2, gsr, gtr, tmp, i, v;
     int s;
     byte r;
     bool ok, entered;
 
-    snapshot(cur, s);                                    /* wait.c:267 */
+    snapshot(cur, s);                                    /* wait.c:281 */
     if
-    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:268 */
-    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:269 */
+    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:282 */
+    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:283 */
     fi;
     if
     :: r == 0 && tp < NPH ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:236 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:250 */
        if
        :: tp < tmp -> r = 0; tmp = 0
-       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:247 */
+       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:261 */
        fi;
        check_wait(tp, r, 0)
     :: else -> skip

@@ -96,8 +96,8 @@ struct abar__release {
 /* A barrier of at most ABAR__PAIR_MAX threads (a pair) is run on one line:
  * its release words sit beside the state word.  Without a completion
  * function (ABAR__TICKET) a single arrival is one add of HALF, and the
- * second of a phase opens the next one by its carry (arrive.c:
- * ticket_arrive), so the line travels once a phase between the two, as in a
+ * second of a phase opens the next one by its carry (abar__ticket_arrive,
+ * below), so the line travels once a phase between the two, as in a
  * plain sense-reversing barrier.  With more threads, waiters polling that
  * line would be invalidated by every arrival: their release words get a
  * line of their own, and every arrival is one fetch-and-sub.  (Measured on
@@ -227,7 +227,10 @@ abar_token_t abar__ticket_slow(struct abar_impl *b, uint64_t before, uint64_t s,
 /* A single arrival on a pair without a completion function (ABAR__TICKET),
  * b live: one add of HALF.  The first arrival of a phase sets HALF; the
  * second carries out of it into the phase bits, which counts it and opens
- * the next phase with the same count in that one add.  Inline, and the two
+ * the next phase with the same count in that one add (no drop can be in
+ * that count: a drop takes pending from 2 to 1 without HALF, so the other
+ * arrival's add finds 1 and no HALF, and completes the phase the general
+ * way, abar__complete, which applies the drop).  Inline, and the two
  * usual outcomes first, because at T = 2 every instruction between a
  * waiter seeing its release and its next add is on the critical path
  * (docs/bench.md).  Everything else goes to abar__ticket_slow (arrive.c).
@@ -262,6 +265,7 @@ static inline abar_token_t abar__ticket_arrive(struct abar_impl *b, bool *last)
     }
     return abar__ticket_slow(b, before, s, ident, last);
 }
+
 /* abar_arrive and abar_arrive_and_wait that also say whether this thread's
  * arrival completed the phase (exactly one thread a phase is told true):
  * PTHREAD_BARRIER_SERIAL_THREAD for the pthread interposer (src/pthread/). */
