@@ -7,7 +7,7 @@
 #   exhaustively (with the AW_REGISTERED variant: arrive_and_wait's arrival
 #   of 4d5ff95), each must report "errors: 0" and a complete search; then
 #   the findings F1, F2, F4 (old code), each planted bug (MUTANT=1,2,3,5,6,7,8,11,12,13;
-#   the arrival tree's 14,15,16,17; the pair's add 8, 18)
+#   the arrival tree's 14,15,16,17; the pair's add 8, 18, 19)
 #   and the unsafe usage SPLIT_FINAL=1 must be caught (errors > 0), so the
 #   check is known to be able to fail.  Then liveness (P6): a non-progress
 #   cycle search under weak fairness (pan -DNP, -l -f) on three
@@ -105,6 +105,7 @@ check atom-2x2-signals  ok -DN=2 -DNPH=2 -DOBSERVER=0 -DSIGNALS=1 -DATOMIC_SNAPS
 check fid-2x2-pair      ok -DN=2 -DNPH=2 -DOBSERVER=0 -DPAIR=1
 check pair-2x2-drops    ok -DN=2 -DNPH=2 -DOBSERVER=0 -DCANCELLER=0 -DFULL_MENU=1 -DPAIR=1
 check atom-pair-2x2-drops-cancel ok -DN=2 -DNPH=2 -DOBSERVER=0 -DFULL_MENU=1 -DPAIR=1 -DATOMIC_SNAPSHOT=1
+check atom-pair-2x2-drops-observer ok -DN=2 -DNPH=2 -DCANCELLER=0 -DFULL_MENU=1 -DPAIR=1 -DATOMIC_SNAPSHOT=1
 check atom-2x3-pair     ok -DN=2 -DNPH=3 -DOBSERVER=0 -DATOMIC_SNAPSHOT=1 -DPAIR=1
 check atom-2x1-observer-pair ok -DN=2 -DNPH=1 -DATOMIC_SNAPSHOT=1 -DPAIR=1
 # arrive_and_wait's registered arrival of 4d5ff95 (the RMW first, then the
@@ -154,6 +155,7 @@ check mutant6-register-after-arrive bug $M -DMUTANT=6
 check mutant7-parked-no-futex-bump  bug $M -DMUTANT=7
 check mutant8-pair-carry-ignores-parked bug $M -DMUTANT=8 -DPAIR=1
 check mutant18-pair-last-add-taken-for-carry bug $M -DCANCELLER=0 -DFULL_MENU=1 -DPAIR=1 -DMUTANT=18
+check mutant19-one-second-add-ignores-parked bug -DN=2 -DNPH=2 -DCANCELLER=0 -DFULL_MENU=1 -DPAIR=1 -DATOMIC_SNAPSHOT=1 -DMUTANT=19
 check mutant11-registered-before-formula bug $M -DMUTANT=11 -DAW_REGISTERED=1
 check mutant12-aw-released-off-by-one   bug $M -DMUTANT=12
 check mutant13-aw-leaves-before-check   bug $M -DMUTANT=13

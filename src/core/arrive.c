@@ -39,9 +39,20 @@ abar_token_t abar__ticket_slow(struct abar_impl *b, uint64_t before, uint64_t s,
     }
     if (st_pending(s) == 1) {
         *last = true;
-        if (!(s & ST_HALF)) {
-            /* pending was 1 without HALF (a phase that expects one, or whose
-             * other arrival dropped): we took it to 0, a completer's state. */
+        if (s == st_make(before, 1, 0)) {
+            /* A phase that expects one, no flag, no drop (a barrier of one):
+             * we took pending to 0 with HALF set, and a second add carries,
+             * opening the next phase with the same count, as a pair's
+             * second arrival does.  Refused adds meanwhile each add HALF
+             * and take it back, which commutes with ours (and their carry
+             * is refused by the phase check).  release: as abar__complete's
+             * CAS; a PARKED set meanwhile is cleared and woken as below. */
+            const uint64_t s2 = atomic_fetch_add_explicit(&b->state, ST_HALF, memory_order_release);
+            if (s2 & ST_PARKED) atomic_fetch_and_explicit(&b->state, ~ST_PARKED, memory_order_relaxed);
+            abar__publish(b, before, s2 & ST_PARKED);
+        } else if (!(s & ST_HALF)) {
+            /* pending was 1 without HALF (a phase whose other arrival
+             * dropped, or with a flag): we took it to 0, a completer's state. */
             abar__complete(b, before, s + ST_HALF);
         } else {
             /* Our carry opened phase before+1, and kept the PARKED that a
