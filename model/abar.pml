@@ -133,8 +133,8 @@
  * threads, abar_internal.h:96-108: ABAR__TICKET, lifecycle.c:64: a single
  * arrival is one add of HALF, arrive.c:84, abar_internal.h:244-267, and
  * the second of a phase carries into the phase bits, which opens the next
- * phase in that add; since b03b267 (before it, pair_last's one CAS); not the
- * registered arrival of AW_REGISTERED),
+ * phase in that add; since b03b267 (before it, pair_last's one CAS); not
+ * with AW_REGISTERED),
  * TREE (0: the state word counts every arrival; 1: two leaves do, tree.c,
  * as for a private barrier of at least ABAR_TREE_MIN threads; not with PAIR
  * or AW_REGISTERED), NARR (0: every arrival is one; k >= 2: worker 1
@@ -211,6 +211,11 @@
 #endif
 #if TREE && AW_REGISTERED
 #error AW_REGISTERED is a variant of the flat arrival
+#endif
+#if PAIR && AW_REGISTERED
+/* Its fetch-and-sub, mixed with the pair's adds of HALF, leaves a state of
+ * one pending without a drop, which the add takes for a barrier of one. */
+#error AW_REGISTERED is a variant of the general arrival (a pair's arrive_and_wait adds HALF)
 #endif
 #if NARR && (NARR < 2 || NO_ONLY || N < 2)
 #error NARR: worker 1 arrives NARR >= 2 at once; it needs N >= 2 and the plain arrive (OP_ONLY) for its last phase
@@ -1094,8 +1099,8 @@ arrivedone:
  * (enter) before it, so it may read the barrier after its RMW: the RMW
  * comes first, with no read before it, then `phase`, and the token from the
  * read after (arrival_phase_after, arrive.c@4d5ff95:24-27:
- * after + 1 - lo(after + 1 - st_phase(s))).  A fetch-and-sub even with
- * PAIR (mixed with the other worker's adds of HALF).  Token in tp, r = error, lst = completed the phase. */
+ * after + 1 - lo(after + 1 - st_phase(s))).  Not with PAIR (a pair's
+ * arrivals are adds of HALF).  Token in tp, r = error, lst = completed the phase. */
 inline arrive_registered()
 {
     lst = 0;

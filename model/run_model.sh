@@ -112,7 +112,6 @@ check atom-2x1-observer-pair ok -DN=2 -DNPH=1 -DATOMIC_SNAPSHOT=1 -DPAIR=1
 # read of `phase`), reverted by 074e8fd as slower: kept checked.
 check variant-aw-registered-3x1      ok -DN=3 -DNPH=1 -DOBSERVER=0 -DCANCELLER=0 -DAW_REGISTERED=1
 check variant-aw-registered-2x2      ok -DN=2 -DNPH=2 -DOBSERVER=0 -DAW_REGISTERED=1
-check variant-aw-registered-2x2-pair ok -DN=2 -DNPH=2 -DOBSERVER=0 -DPAIR=1 -DAW_REGISTERED=1
 # The arrival tree (TREE=1, tree.c): leaves of quota 2 and 1; across phases
 # with a canceller; drops that leave a leaf without units; arrive_n's locks
 # (NARR=2, worker 1 arrives 2 at once), and the same arrive_n on the flat
