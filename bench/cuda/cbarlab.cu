@@ -28,6 +28,15 @@
  *   H7  H5 with the completion's argument loaded from the barrier (generic)
  *   H8  H7 with the argument loaded first
  *   H9  H7 with drops in the count word and a branch on them
+ *   P   H7 released by the phase word itself: the last arrival stores it
+ *       with st.release after the completion, the others poll it with
+ *       ld.acquire (no mbarrier)
+ *   P2  P polling with __nanosleep(20) between the loads
+ *   Q   H7 with the library's packing inline: phase << 20 | expected in one
+ *       word, drops << 20 | arrivals in the count, the next phase word
+ *       computed without a branch (E's arithmetic without its API)
+ *   R   H7 with drops in a word of their own (droppers add to it first),
+ *       read by the last arrival, which stores it 0 and expected less it
  */
 #include <abar_cuda.h>
 #include "util.cuh"
@@ -44,7 +53,7 @@ struct count_completion {
 __device__ void lab_count(void *arg) { (*(int *)arg)++; }
 ABAR_CUDA_CBAR_DEFINE(lab_bar, lab_count);
 
-enum { L_LIBCU, L_PLAIN, L_A, L_B, L_C, L_D, L_E, L_A2, L_A3, L_A4, L_H, L_H2, L_H3, L_H4, L_H5, L_H6, L_H7, L_H8, L_H9, L_N };
+enum { L_LIBCU, L_PLAIN, L_A, L_B, L_C, L_D, L_E, L_A2, L_A3, L_A4, L_H, L_H2, L_H3, L_H4, L_H5, L_H6, L_H7, L_H8, L_H9, L_P, L_P2, L_Q, L_R, L_N };
 static const char *lname[L_N] = {
     "cuda::barrier<block, F> arrive_and_wait", "plain abar_cuda_bar (no completion)",
     "A per-thread noComplete arrivals", "B A + __syncwarp before the wait",
@@ -62,8 +71,12 @@ static const char *lname[L_N] = {
     "H7 H5, the completion's argument loaded from the barrier (a generic pointer, as the library's)",
     "H8 H7, the argument loaded first (before phase and expected)",
     "H9 H7 with drops in the count word (bits 20..31), as the library",
+    "P H7 released by st.release of the phase word, waiters poll it with ld.acquire (no mbarrier)",
+    "P2 P, polling with __nanosleep(20)",
+    "Q H7 with E's packing inline (phase|expected word, drops|arrivals count, no branch)",
+    "R H7 with drops in a word of their own, read and cleared by the last arrival",
 };
-struct lab_s { unsigned long long rel; unsigned cnt, expected, phase, pad; };
+struct lab_s { unsigned long long rel; unsigned cnt, expected, phase, drops; };
 struct lab_p { unsigned long long rel; unsigned pad[30]; unsigned cnt, expected, phase, pad2; };
 
 template <int D>
@@ -92,7 +105,7 @@ __global__ void k_lab(int iters, int *sink)
         if (D == L_E) lab_bar_init(&tb, T, &counter);
         cnt = D == L_H3 ? T : 0;
         expected_w = T;
-        ls.cnt = 0; ls.expected = T; ls.phase = 0;
+        ls.cnt = 0; ls.expected = T; ls.phase = D == L_Q ? T : 0; ls.drops = 0;
         ls_arg = &counter;
         lp.cnt = 0; lp.expected = T; lp.phase = 0;
         abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&ls.rel), 1);
@@ -193,6 +206,53 @@ __global__ void k_lab(int iters, int *sink)
                 (void)abar_cuda_ptx_mbarrier_arrive1(ra);
             }
             abar_cuda_ptx_mbarrier_wait_parity_loop(ra, ph & 1);
+        } else if (D == L_Q) {
+            unsigned ra = abar_cuda__smem(&ls.rel);
+            const unsigned w = *(volatile unsigned *)&ls.phase; /* phase << 20 | expected */
+            const unsigned ph = w >> 20, e = w & 0xFFFFFu;
+            void *a = *(void *const volatile *)&ls_arg;
+            const unsigned old = abar_cuda__atom_add_acq_rel_cta(abar_cuda__smem(&ls.cnt), 1);
+            if ((old & 0xFFFFFu) + 1 == e) {
+                *(volatile unsigned *)&ls.cnt = 0;
+                *(volatile unsigned *)&ls.phase = ((ph + 1) << 20) | (e - ((old + 1) >> 20));
+                lab_count(a);
+                (void)abar_cuda_ptx_mbarrier_arrive1(ra);
+            }
+            abar_cuda_ptx_mbarrier_wait_parity_loop(ra, ph & 1);
+        } else if (D == L_R) {
+            unsigned ra = abar_cuda__smem(&ls.rel);
+            unsigned ph = *(volatile unsigned *)&ls.phase;
+            unsigned e = *(volatile unsigned *)&ls.expected;
+            void *a = *(void *const volatile *)&ls_arg;
+            unsigned old = abar_cuda__atom_add_acq_rel_cta(abar_cuda__smem(&ls.cnt), 1);
+            if (old + 1 == e) {
+                const unsigned d = *(volatile unsigned *)&ls.drops;
+                *(volatile unsigned *)&ls.cnt = 0;
+                *(volatile unsigned *)&ls.drops = 0;
+                *(volatile unsigned *)&ls.expected = e - d;
+                *(volatile unsigned *)&ls.phase = ph + 1;
+                lab_count(a);
+                (void)abar_cuda_ptx_mbarrier_arrive1(ra);
+            }
+            abar_cuda_ptx_mbarrier_wait_parity_loop(ra, ph & 1);
+        } else if (D == L_P || D == L_P2) {
+            unsigned pa = abar_cuda__smem(&ls.phase);
+            unsigned ph = *(volatile unsigned *)&ls.phase;
+            unsigned e = *(volatile unsigned *)&ls.expected;
+            void *a = *(void *const volatile *)&ls_arg;
+            unsigned old = abar_cuda__atom_add_acq_rel_cta(abar_cuda__smem(&ls.cnt), 1);
+            if (old + 1 == e) {
+                *(volatile unsigned *)&ls.cnt = 0;
+                lab_count(a);
+                asm volatile("st.release.cta.shared.u32 [%0], %1;" :: "r"(pa), "r"(ph + 1) : "memory");
+            } else {
+                for (;;) {
+                    unsigned v;
+                    asm volatile("ld.acquire.cta.shared.u32 %0, [%1];" : "=r"(v) : "r"(pa) : "memory");
+                    if (v != ph) break;
+                    if (D == L_P2) __nanosleep(20);
+                }
+            }
         } else if (D == L_H8 || D == L_H9) {
             unsigned ra = abar_cuda__smem(&ls.rel);
             void *a = 0;
@@ -277,7 +337,7 @@ int main(void)
     void (*ks[L_N])(int, int *) = {k_lab<0>, k_lab<1>, k_lab<2>, k_lab<3>, k_lab<4>, k_lab<5>,
                                    k_lab<6>, k_lab<7>, k_lab<8>, k_lab<9>, k_lab<10>, k_lab<11>,
                                    k_lab<12>, k_lab<13>, k_lab<14>, k_lab<15>,
-                                   k_lab<16>, k_lab<17>, k_lab<18>};
+                                   k_lab<16>, k_lab<17>, k_lab<18>, k_lab<19>, k_lab<20>, k_lab<21>, k_lab<22>};
     const int iters = 20000;
     static double res[L_N][6];
     for (int d = 0; d < L_N; d++) {
