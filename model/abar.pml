@@ -493,10 +493,10 @@ blockdone:
     cur = 0; s = 0; ok = 0; tmp = 0; v = 0
 }
 
-/* enter, wait.c:215-236: announce, then wait out a destroy's mark.
+/* enter, wait.c:193-218: announce, then wait out a destroy's mark.
  *
  * The hazard-slot fences (hazard.c:11-21).  The C orders the slot store
- * before the waiter's next loads with a "light" fence (wait.c:198,
+ * before the waiter's next loads with a "light" fence (wait.c:201,
  * abar_internal.h:296-300: only a compiler barrier where membarrier is
  * registered) and destroy's mark before its slot loads with a "heavy" one
  * (lifecycle.c:96, hazard.c:50-60: membarrier PRIVATE_EXPEDITED, then a
@@ -518,18 +518,18 @@ blockdone:
 inline enter()
 {
 #if PSHARED
-    atomic { ACCESS; inside++ };                         /* wait.c:223 */
+    atomic { ACCESS; inside++ };                         /* wait.c:205 */
 #else
-    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:197, light fence 198 */
+    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:197, light fence 201 */
 #endif
     entered = 1;
     do
-    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:228 */
-    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:229: destroyed */
+    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:210 */
+    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:211: destroyed */
        entered = 0; break
     od;
     if
-    :: !entered ->                                       /* wait.c:230 leave */
+    :: !entered ->                                       /* wait.c:212 leave */
 #if PSHARED
        atomic { inside-- }
 #else
@@ -539,24 +539,24 @@ inline enter()
     fi
 }
 
-/* leave, wait.c:240-248: after it this thread touches the barrier no more. */
+/* leave, wait.c:222-230: after it this thread touches the barrier no more. */
 inline leave()
 {
 #if PSHARED
-    atomic { ACCESS; inside-- }                          /* wait.c:243 */
+    atomic { ACCESS; inside-- }                          /* wait.c:225 */
 #else
-    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:205 */
+    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:228 */
 #endif
 }
 
-/* wait_registered, wait.c:251-258 (the caller, wait_common, found the token
- * not yet complete on the release words, wait.c:268). */
+/* wait_registered, wait.c:233-240 (the caller, wait_common, found the token
+ * not yet complete on the release words, wait.c:250). */
 inline wait_registered(tk, tmd)
 {
-    enter();                                             /* wait.c:254 */
+    enter();                                             /* wait.c:236 */
     assert(entered);                                     /* no destroy races these waits */
-    block(tk, tmd);                                      /* wait.c:255 */
-    leave()                                              /* wait.c:256 */
+    block(tk, tmd);                                      /* wait.c:237 */
+    leave()                                              /* wait.c:238 */
 }
 
 /* What a returned wait may say (P1, P4). */
@@ -1184,7 +1184,7 @@ inline destroy()
           /* lifecycle.c:96-97: the heavy fence (see enter), then the
            * hazard slots (hazard.c:108-115, read as one step: a slot
            * set after the scan passed it belongs to a waiter that then
-           * sees the mark, wait.c:228) */
+           * sees the mark, wait.c:210) */
           atomic { ACCESS; i = 0; do :: i < NPROC && !slot[i] -> i++ :: else -> break od };
           if
           :: i < NPROC -> atomic { ACCESS; inside = inside & ~INSIDE_DEAD }; r = EBUSY /* lifecycle.c:97-99 */
@@ -1240,12 +1240,8 @@ active [N] proctype worker()
 #if MUTANT == 6
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
-       /* A private pair's arrive_and_wait (pair_arrive_and_wait,
-        * wait.c:323-342) takes the same steps with enter() and leave()
-        * written out (slot_push, slot_pop: wait.c:193-208); on a destroy's
-        * mark it gives its slot back and takes this general path. */
        if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:354 */
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:307 */
        :: else -> skip
        fi;
 #endif
@@ -1255,7 +1251,7 @@ active [N] proctype worker()
        :: else -> arrive(ARRN, op == OP_DROP)
        fi;
 #else
-       arrive(ARRN, op == OP_DROP);                      /* wait.c:358 / arrive.c:132, 208-226 */
+       arrive(ARRN, op == OP_DROP);                      /* wait.c:311 / arrive.c:132, 208-226 */
 #endif
 #if MUTANT == 6
        if :: op == OP_AW -> enter() :: else -> skip fi;
@@ -1271,29 +1267,29 @@ active [N] proctype worker()
           leave(); left = 1;                             /* bug 13: leaves right after its arrival */
 #endif
           if
-          :: lst -> skip                                 /* wait.c:361: we completed it */
+          :: lst -> skip                                 /* wait.c:314: we completed it */
           :: else ->
-             atomic { ACCESS; tmp = phase };             /* wait.c:364: released meanwhile? */
+             atomic { ACCESS; tmp = phase };             /* wait.c:317: released meanwhile? */
              if
 #if MUTANT == 12
              :: tmp >= tp -> tmp = 0                     /* bug 12: `phase` == tp taken as released */
 #else
-             :: tmp > tp -> tmp = 0                      /* wait.c:364 */
+             :: tmp > tp -> tmp = 0                      /* wait.c:317 */
 #endif
 #if MUTANT == 13
              :: else -> tmp = 0; wait_registered(tp, 0)  /* bug 13: then waits as abar_wait does */
 #else
-             :: else -> tmp = 0; block(tp, 0)            /* wait.c:365-366 */
+             :: else -> tmp = 0; block(tp, 0)            /* wait.c:318-319 */
 #endif
              fi
           fi;
           check_wait(tp, r, 0)
        :: r == 0 && (op == OP_SPLIT || op == OP_TIMED) ->
-          do                                             /* wait_common, wait.c:260-280 */
-          :: atomic { ACCESS; tmp = phase };             /* wait.c:268 */
+          do                                             /* wait_common, wait.c:242-262 */
+          :: atomic { ACCESS; tmp = phase };             /* wait.c:250 */
              if
              :: tp < tmp -> r = 0; tmp = 0
-             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:279 */
+             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:261 */
              fi;
              check_wait(tp, r, timed);
              if
@@ -1304,7 +1300,7 @@ active [N] proctype worker()
        :: else -> skip
        fi;
        if
-       :: op == OP_AW && !left -> leave()                /* wait.c:367 */
+       :: op == OP_AW && !left -> leave()                /* wait.c:320 */
        :: else -> skip
        fi;
        if
@@ -1349,7 +1345,7 @@ active proctype canceller()
 #endif
 
 #if OBSERVER
-/* A non-participant: abar_current, then abar_wait (wait.c:294-302, 260-282). */
+/* A non-participant: abar_current, then abar_wait (wait.c:276-284, 179-199). */
 active proctype observer()
 {
     byte tp, cur, ph1, ph2, gsr, gtr, tmp, i, v;
@@ -1357,17 +1353,17 @@ active proctype observer()
     byte r;
     bool ok, entered;
 
-    snapshot(cur, s);                                    /* wait.c:299 */
+    snapshot(cur, s);                                    /* wait.c:281 */
     if
-    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:300 */
-    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:301 */
+    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:282 */
+    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:283 */
     fi;
     if
     :: r == 0 && tp < NPH ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:268 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:250 */
        if
        :: tp < tmp -> r = 0; tmp = 0
-       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:279 */
+       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:261 */
        fi;
        check_wait(tp, r, 0)
     :: else -> skip

@@ -185,28 +185,6 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
 
 static inline void leave(struct abar_impl *b, bool counted);
 
-/* Takes the thread's next hazard slot for b (depth first, so that a wait
- * in a signal handler that interrupts us takes the one after), then the
- * light fence: our slot, then destroy's mark; destroy does its mark, a
- * fence, then reads the slots, so one of us sees the other (hazard.c:
- * destroy's heavy fence makes up for the light one).  Returns the slot. */
-static inline unsigned slot_push(struct abar__hazard *h, const struct abar_impl *b)
-{
-    const unsigned d = h->depth++;
-    atomic_signal_fence(memory_order_seq_cst); /* the compiler's order, against a handler */
-    atomic_store_explicit(&h->slot[d], b, memory_order_relaxed);
-    abar__hazard_fence_light();
-    return d;
-}
-/* Clears slot d, then gives it back.  release: a destroy that sees it
- * clear runs after our last access to the barrier. */
-static inline void slot_pop(struct abar__hazard *h, unsigned d)
-{
-    atomic_store_explicit(&h->slot[d], NULL, memory_order_release);
-    atomic_signal_fence(memory_order_seq_cst);
-    h->depth = d;
-}
-
 /* Announces this thread as blocked on b, so that abar_destroy says EBUSY
  * until leave(): a slot in the thread's own hazard record for a private
  * barrier (no shared write), the count in the barrier for a process-shared
@@ -216,7 +194,11 @@ static inline __attribute__((always_inline)) bool enter(struct abar_impl *b, boo
 {
     struct abar__hazard *h;
     if (!(b->flags & ABAR_PSHARED) && (h = abar__hazard_mine()) && h->depth < ABAR__HAZARD_DEPTH) {
-        (void)slot_push(h, b);
+        atomic_store_explicit(&h->slot[h->depth++], b, memory_order_relaxed);
+        /* Our slot, then destroy's mark; destroy does its mark, a fence,
+         * then reads the slots: one of us sees the other.  The fence here is
+         * light (hazard.c): destroy's heavy one makes up for it. */
+        abar__hazard_fence_light();
         *counted = false;
     } else {
         /* seq_cst RMW: totally ordered with destroy's CAS on the same word */
@@ -243,7 +225,7 @@ static inline __attribute__((always_inline)) void leave(struct abar_impl *b, boo
         atomic_fetch_sub_explicit(&b->inside, 1, memory_order_release);
     } else {
         struct abar__hazard *h = abar__hazard_mine();
-        slot_pop(h, h->depth - 1);
+        atomic_store_explicit(&h->slot[--h->depth], NULL, memory_order_release);
     }
 }
 
@@ -314,39 +296,10 @@ abar_token_t abar_token_at(abar_t *b, uint64_t phase)
     return tok_make(phase, bi->ident);
 }
 
-/* arrive_and_wait on a private pair without a completion function
- * (ABAR__TICKET), the whole T = 2 critical path: enter() and leave() for
- * the hazard slot written out (one read of the thread's record, no
- * `counted`), the pair's add and the first spin inline, everything else in
- * functions.  Returns -1, having touched nothing, where the general path
- * must run (no hazard record yet, slots full, or a destroy's mark). */
-static inline __attribute__((always_inline)) int pair_arrive_and_wait(struct abar_impl *bi, bool *last)
-{
-    struct abar__hazard *const h = abar__hazard_self;
-    if (h == NULL || h->depth >= ABAR__HAZARD_DEPTH) return -1;
-    /* as enter(): the slot, the light fence, then destroy's mark */
-    const unsigned d = slot_push(h, bi);
-    if (atomic_load(&bi->inside) & ABAR__INSIDE_DEAD) {
-        slot_pop(h, d);
-        return -1; /* the general path waits for the destroy's verdict */
-    }
-    abar_token_t t = abar__ticket_arrive(bi, last);
-    int r;
-    if (t.id == 0) r = abar__token_err(t);
-    else if (*last || lean_spin(bi, t)) r = 0;
-    else r = block(bi, t, NULL, true);
-    slot_pop(h, d); /* as leave() */
-    return r;
-}
-
 static inline __attribute__((always_inline)) int arrive_and_wait(abar_t *b, bool *last)
 {
     struct abar_impl *bi = abar__live(b);
     if (bi == NULL) return EINVAL;
-    if ((bi->flags & (ABAR__TICKET | ABAR_PSHARED)) == ABAR__TICKET) {
-        const int r = pair_arrive_and_wait(bi, last);
-        if (r >= 0) return r;
-    }
     /* Register before arriving: once our arrival is counted the phase can
      * complete and a released thread may try to destroy the barrier; it must
      * see us. */
