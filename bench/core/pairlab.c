@@ -32,6 +32,11 @@
  *               the arrival that makes it a multiple of 2 stores the phase
  *               word (same line), which the other polls
  *   ticket-hz   the same inside the hazard announcement
+ *   tk-c30, tk-c100  ticket-hz with 30 or 100 rounds of an empty loop after
+ *               the carrier's store (the library's path after a release)
+ *   tk-w30, tk-w100  the same after the waiter sees its release instead
+ *               (the path from a release to the next arrival)
+ *   abar-split  abar_wait(abar_arrive()) (the library, split)
  */
 #define _GNU_SOURCE
 #include "abar.h"
