@@ -13,7 +13,7 @@
  * abar_token_at is one more operation (opcode bytes 0xF0..0xFF; the low
  * nibble picks the token slot, the high nibble of the argument a phase
  * relative to the model's: older, current, next, far future, UINT64_MAX,
- * aliases of the current phase modulo 2^19, 2^21, 2^32), its token then
+ * aliases of the current phase modulo 2^ST_PHASE_BITS, 2^21, 2^32), its token then
  * judged like any other; check_state asks for the open phase and its
  * neighbours after every step; the completion function asks for the
  * completing phase (valid even once cancelled from inside: it is
@@ -527,8 +527,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             case 4: ph = 0; break;                     /* the first */
             case 5: ph = cur + 2 + (op & 3); break;    /* future */
             case 6: ph = UINT64_MAX; break;
-            case 7: ph = cur + (UINT64_C(1) << 19); break;  /* same bits in the state word */
-            case 8: ph = cur - (UINT64_C(1) << 19); break;
+            case 7: ph = cur + (UINT64_C(1) << ST_PHASE_BITS); break;  /* same bits in the state word */
+            case 8: ph = cur - (UINT64_C(1) << ST_PHASE_BITS); break;
             case 9: ph = cur + (UINT64_C(1) << 21); break;
             case 10: ph = cur - (UINT64_C(1) << 21); break;
             case 11: ph = cur + (UINT64_C(1) << 32); break; /* same low 32 bits */

@@ -10,7 +10,7 @@ ABAR__TLS const struct abar__frame *abar__completing;
  * the phase may not touch the barrier: the phase may complete and a released
  * waiter free the memory).  phase ∈ {S-1, S} held at the RMW, and the read
  * came earlier, so the phase is the first at or after it with s's low bits;
- * exact unless 2^19 phases completed between the read and the RMW. */
+ * exact unless 2^ST_PHASE_BITS phases completed between the read and the RMW. */
 static inline uint64_t arrival_phase(uint64_t before, uint64_t s)
 {
     return before + phase_lo(st_phase(s) - before);

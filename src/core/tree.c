@@ -18,7 +18,7 @@
  *   bits 14..27  quota   the leaf's quota in that phase
  *   bits 28..41  drops   arrive_and_drop calls among them
  *   bit  42      LOCK    an arrive_n of n > 1 is deciding (below)
- *   bits 45..63  tag     the phase the counts belong to, modulo 2^19
+ *   bits 45..62  tag     the phase the counts belong to, modulo 2^ST_PHASE_BITS (18)
  *
  * No one resets a leaf at the end of a phase: a leaf tagged with an earlier
  * phase is a full leaf of that phase, and the first arrival of the next

@@ -176,11 +176,11 @@ static void *wrap_partner(void *p)
     return NULL;
 }
 
-/* Phases crossing 2^19 (the state word's phase field), 2^21, 2^32 (the futex
+/* Phases crossing 2^ST_PHASE_BITS (the state word's phase field), 2^21, 2^32 (the futex
  * word) and 2^63: tokens, abar_phase and waits stay exact, parked and spinning. */
 TEST(phase_wrap_around)
 {
-    static const uint64_t starts[] = { (1u << 19) - 3, (1u << 21) - 3, (UINT64_C(1) << 32) - 3,
+    static const uint64_t starts[] = { (UINT64_C(1) << ST_PHASE_BITS) - 3, (1u << 21) - 3, (UINT64_C(1) << 32) - 3,
                                        (UINT64_C(1) << 63) - 3 };
     static const unsigned pol[] = { 0, ABAR_WAIT_SPIN, ABAR_WAIT_PARK };
     for (unsigned k = 0; k < sizeof starts / sizeof *starts; k++)
