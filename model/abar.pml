@@ -493,10 +493,10 @@ blockdone:
     cur = 0; s = 0; ok = 0; tmp = 0; v = 0
 }
 
-/* enter, wait.c:193-218: announce, then wait out a destroy's mark.
+/* enter, wait.c:193-224: announce, then wait out a destroy's mark.
  *
  * The hazard-slot fences (hazard.c:11-21).  The C orders the slot store
- * before the waiter's next loads with a "light" fence (wait.c:201,
+ * before the waiter's next loads with a "light" fence (wait.c:207,
  * abar_internal.h:296-300: only a compiler barrier where membarrier is
  * registered) and destroy's mark before its slot loads with a "heavy" one
  * (lifecycle.c:96, hazard.c:50-60: membarrier PRIVATE_EXPEDITED, then a
@@ -518,18 +518,18 @@ blockdone:
 inline enter()
 {
 #if PSHARED
-    atomic { ACCESS; inside++ };                         /* wait.c:205 */
+    atomic { ACCESS; inside++ };                         /* wait.c:211 */
 #else
-    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:197, light fence 201 */
+    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:203, light fence 207 */
 #endif
     entered = 1;
     do
-    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:210 */
-    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:211: destroyed */
+    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:216 */
+    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:217: destroyed */
        entered = 0; break
     od;
     if
-    :: !entered ->                                       /* wait.c:212 leave */
+    :: !entered ->                                       /* wait.c:218 leave */
 #if PSHARED
        atomic { inside-- }
 #else
@@ -539,24 +539,24 @@ inline enter()
     fi
 }
 
-/* leave, wait.c:222-230: after it this thread touches the barrier no more. */
+/* leave, wait.c:228-240: after it this thread touches the barrier no more. */
 inline leave()
 {
 #if PSHARED
-    atomic { ACCESS; inside-- }                          /* wait.c:225 */
+    atomic { ACCESS; inside-- }                          /* wait.c:231 */
 #else
-    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:228 */
+    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:236 */
 #endif
 }
 
-/* wait_registered, wait.c:233-240 (the caller, wait_common, found the token
- * not yet complete on the release words, wait.c:250). */
+/* wait_registered, wait.c:243-250 (the caller, wait_common, found the token
+ * not yet complete on the release words, wait.c:260). */
 inline wait_registered(tk, tmd)
 {
-    enter();                                             /* wait.c:236 */
+    enter();                                             /* wait.c:246 */
     assert(entered);                                     /* no destroy races these waits */
-    block(tk, tmd);                                      /* wait.c:237 */
-    leave()                                              /* wait.c:238 */
+    block(tk, tmd);                                      /* wait.c:247 */
+    leave()                                              /* wait.c:248 */
 }
 
 /* What a returned wait may say (P1, P4). */
@@ -1184,7 +1184,7 @@ inline destroy()
           /* lifecycle.c:96-97: the heavy fence (see enter), then the
            * hazard slots (hazard.c:108-115, read as one step: a slot
            * set after the scan passed it belongs to a waiter that then
-           * sees the mark, wait.c:210) */
+           * sees the mark, wait.c:216) */
           atomic { ACCESS; i = 0; do :: i < NPROC && !slot[i] -> i++ :: else -> break od };
           if
           :: i < NPROC -> atomic { ACCESS; inside = inside & ~INSIDE_DEAD }; r = EBUSY /* lifecycle.c:97-99 */
@@ -1241,7 +1241,7 @@ active [N] proctype worker()
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
        if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:307 */
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:317 */
        :: else -> skip
        fi;
 #endif
@@ -1251,7 +1251,7 @@ active [N] proctype worker()
        :: else -> arrive(ARRN, op == OP_DROP)
        fi;
 #else
-       arrive(ARRN, op == OP_DROP);                      /* wait.c:311 / arrive.c:132, 208-226 */
+       arrive(ARRN, op == OP_DROP);                      /* wait.c:321 / arrive.c:132, 208-226 */
 #endif
 #if MUTANT == 6
        if :: op == OP_AW -> enter() :: else -> skip fi;
@@ -1267,29 +1267,29 @@ active [N] proctype worker()
           leave(); left = 1;                             /* bug 13: leaves right after its arrival */
 #endif
           if
-          :: lst -> skip                                 /* wait.c:314: we completed it */
+          :: lst -> skip                                 /* wait.c:324: we completed it */
           :: else ->
-             atomic { ACCESS; tmp = phase };             /* wait.c:317: released meanwhile? */
+             atomic { ACCESS; tmp = phase };             /* wait.c:327: released meanwhile? */
              if
 #if MUTANT == 12
              :: tmp >= tp -> tmp = 0                     /* bug 12: `phase` == tp taken as released */
 #else
-             :: tmp > tp -> tmp = 0                      /* wait.c:317 */
+             :: tmp > tp -> tmp = 0                      /* wait.c:327 */
 #endif
 #if MUTANT == 13
              :: else -> tmp = 0; wait_registered(tp, 0)  /* bug 13: then waits as abar_wait does */
 #else
-             :: else -> tmp = 0; block(tp, 0)            /* wait.c:318-319 */
+             :: else -> tmp = 0; block(tp, 0)            /* wait.c:328-329 */
 #endif
              fi
           fi;
           check_wait(tp, r, 0)
        :: r == 0 && (op == OP_SPLIT || op == OP_TIMED) ->
-          do                                             /* wait_common, wait.c:242-262 */
-          :: atomic { ACCESS; tmp = phase };             /* wait.c:250 */
+          do                                             /* wait_common, wait.c:252-272 */
+          :: atomic { ACCESS; tmp = phase };             /* wait.c:260 */
              if
              :: tp < tmp -> r = 0; tmp = 0
-             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:261 */
+             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:271 */
              fi;
              check_wait(tp, r, timed);
              if
@@ -1300,7 +1300,7 @@ active [N] proctype worker()
        :: else -> skip
        fi;
        if
-       :: op == OP_AW && !left -> leave()                /* wait.c:320 */
+       :: op == OP_AW && !left -> leave()                /* wait.c:330 */
        :: else -> skip
        fi;
        if
@@ -1345,7 +1345,7 @@ active proctype canceller()
 #endif
 
 #if OBSERVER
-/* A non-participant: abar_current, then abar_wait (wait.c:276-284, 179-199). */
+/* A non-participant: abar_current, then abar_wait (wait.c:286-294, 179-199). */
 active proctype observer()
 {
     byte tp, cur, ph1, ph2, gsr, gtr, tmp, i, v;
@@ -1353,17 +1353,17 @@ active proctype observer()
     byte r;
     bool ok, entered;
 
-    snapshot(cur, s);                                    /* wait.c:281 */
+    snapshot(cur, s);                                    /* wait.c:291 */
     if
-    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:282 */
-    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:283 */
+    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:292 */
+    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:293 */
     fi;
     if
     :: r == 0 && tp < NPH ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:250 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:260 */
        if
        :: tp < tmp -> r = 0; tmp = 0
-       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:261 */
+       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:271 */
        fi;
        check_wait(tp, r, 0)
     :: else -> skip

@@ -194,7 +194,13 @@ static inline __attribute__((always_inline)) bool enter(struct abar_impl *b, boo
 {
     struct abar__hazard *h;
     if (!(b->flags & ABAR_PSHARED) && (h = abar__hazard_mine()) && h->depth < ABAR__HAZARD_DEPTH) {
-        atomic_store_explicit(&h->slot[h->depth++], b, memory_order_relaxed);
+        /* The depth first, then the slot: a wait in a signal handler that
+         * interrupts us between the two takes the next slot, not ours.
+         * (The signal fence is the compiler's order, all a handler on this
+         * thread needs.) */
+        const unsigned d = h->depth++;
+        atomic_signal_fence(memory_order_seq_cst);
+        atomic_store_explicit(&h->slot[d], b, memory_order_relaxed);
         /* Our slot, then destroy's mark; destroy does its mark, a fence,
          * then reads the slots: one of us sees the other.  The fence here is
          * light (hazard.c): destroy's heavy one makes up for it. */
@@ -225,7 +231,11 @@ static inline __attribute__((always_inline)) void leave(struct abar_impl *b, boo
         atomic_fetch_sub_explicit(&b->inside, 1, memory_order_release);
     } else {
         struct abar__hazard *h = abar__hazard_mine();
-        atomic_store_explicit(&h->slot[--h->depth], NULL, memory_order_release);
+        /* The slot, then the depth (as in enter) */
+        const unsigned d = h->depth - 1;
+        atomic_store_explicit(&h->slot[d], NULL, memory_order_release);
+        atomic_signal_fence(memory_order_seq_cst);
+        h->depth = d;
     }
 }
 
