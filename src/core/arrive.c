@@ -37,34 +37,30 @@ abar_token_t abar__ticket_slow(struct abar_impl *b, uint64_t before, uint64_t s,
         atomic_fetch_sub_explicit(&b->state, ST_HALF, memory_order_relaxed);
         return tok_error(s & (ST_CANCELLED | ST_FINISHED) ? ECANCELED : EINVAL);
     }
-    if (st_pending(s) == 1) {
-        *last = true;
-        if (s == st_make(before, 1, 0)) {
-            /* A phase that expects one, no flag, no drop (a barrier of one):
-             * we took pending to 0 with HALF set, and a second add carries,
-             * opening the next phase with the same count, as a pair's
-             * second arrival does.  Refused adds meanwhile each add HALF
-             * and take it back, which commutes with ours (and their carry
-             * is refused by the phase check).  release: as abar__complete's
-             * CAS; a PARKED set meanwhile is cleared and woken as below. */
-            const uint64_t s2 = atomic_fetch_add_explicit(&b->state, ST_HALF, memory_order_release);
-            if (s2 & ST_PARKED) atomic_fetch_and_explicit(&b->state, ~ST_PARKED, memory_order_relaxed);
-            abar__publish(b, before, s2 & ST_PARKED);
-        } else if (!(s & ST_HALF)) {
-            /* pending was 1 without HALF (a phase whose other arrival
-             * dropped, or with a flag): we took it to 0, a completer's state. */
-            abar__complete(b, before, s + ST_HALF);
-        } else {
-            /* Our carry opened phase before+1, and kept the PARKED that a
-             * parker of this phase set: clear it before the release changes
-             * the futex word (a parker that set it since, in the new phase,
-             * read the word before and so cannot sleep through that change).
-             * relaxed: part of the release sequence on `state`; the futex
-             * CAS in publish releases. */
-            if (s & ST_PARKED) atomic_fetch_and_explicit(&b->state, ~ST_PARKED, memory_order_relaxed);
-            abar__publish(b, before, s & ST_PARKED);
-        }
+    if (st_pending(s) != 1) return tok_make(before, ident); /* the first of two */
+    *last = true;
+    uint64_t carried = s; /* the state the carry into phase before+1 found */
+    if (s == st_make(before, 1, 0)) {
+        /* A phase that expects one, no flag, no drop (a barrier of one): we
+         * took pending to 0 with HALF set, and a second add carries, opening
+         * the next phase with the same count, as a pair's second arrival
+         * does.  Refused adds meanwhile each add HALF and take it back,
+         * which commutes with ours (and their carry is refused by the phase
+         * check).  release: as abar__complete's CAS. */
+        carried = atomic_fetch_add_explicit(&b->state, ST_HALF, memory_order_release);
+    } else if (!(s & ST_HALF)) {
+        /* pending was 1 without HALF (a phase whose other arrival dropped,
+         * or with a flag): we took it to 0, a completer's state. */
+        abar__complete(b, before, s + ST_HALF);
+        return tok_make(before, ident);
     }
+    /* The carry opened phase before+1, and kept the PARKED that a parker of
+     * this phase set: clear it before the release changes the futex word (a
+     * parker that set it since, in the new phase, read the word before and
+     * so cannot sleep through that change).  relaxed: part of the release
+     * sequence on `state`; the futex CAS in publish releases. */
+    if (carried & ST_PARKED) atomic_fetch_and_explicit(&b->state, ~ST_PARKED, memory_order_relaxed);
+    abar__publish(b, before, carried & ST_PARKED);
     return tok_make(before, ident);
 }
 
