@@ -58,8 +58,10 @@ check_man() {
   for page in abar $pages; do
     local out
     out=$(MANWIDTH=200 man -M "$prefix/share/man" 3 "$page" 2>&1) || { echo "man $page: $out"; return 1; }
-    echo "$out" | grep -q "^NAME" || { echo "man $page: no NAME section"; return 1; }
-    echo "$out" | grep -q "$page" || { echo "man $page: the page does not mention $page"; return 1; }
+    # here-strings, not `echo | grep -q`: under pipefail, grep -q leaving at its
+    # first match can kill echo with SIGPIPE and fail a page that is fine
+    grep -q "^NAME" <<<"$out" || { echo "man $page: no NAME section"; return 1; }
+    grep -q "$page" <<<"$out" || { echo "man $page: the page does not mention $page"; return 1; }
   done
   echo "rendered: abar" $pages
 }
