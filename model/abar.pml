@@ -55,7 +55,7 @@
  *      phase completed, and no arrival is counted after the cancel;
  *   P5 destroy never overlaps a call in progress: after abar_destroy returns
  *      0 no thread touches the barrier memory (FUTEX_WAKE on the address is
- *      allowed, futex.c:52-55); destroy is EBUSY while anyone is inside.
+ *      allowed, futex.c:96-99); destroy is EBUSY while anyone is inside.
  *   P6 (liveness, checked separately: pan -DNP, ./pan -l -f, run_model.sh's
  *      `live`) every weakly fair execution terminates: there is no cycle
  *      in which some process runs for ever (a CAS retry loop, a waiter that
@@ -120,7 +120,7 @@
  * variant, should it come back),
  * FIX_CANCEL_WAKE (1, as lifecycle.c:120-123 since 8fb3cd8: abar_cancel
  * always wakes; 0: only when PARKED, finding F2),
- * FIX_CANCEL_PARK (1, as wait.c:165 since 177c88b: a parker whose look said
+ * FIX_CANCEL_PARK (1, as wait.c:167 since 177c88b: a parker whose look said
  * "pending" on a cancelled state yields instead of sleeping; 0: it parks,
  * finding F4),
  * NO_ONLY (0: 1 leaves out the plain arrive without a wait in the last
@@ -131,7 +131,7 @@
  * PAIR (0: the barrier has a completion function, so every arrival takes
  * the general path; 1: it has none and expects N <= ABAR__PAIR_MAX = 2
  * threads, abar_internal.h:96-108: ABAR__TICKET, lifecycle.c:64: a single
- * arrival is one add of HALF, arrive.c:80, abar_internal.h:244-267, and
+ * arrival is one add of HALF, arrive.c:80, abar_internal.h:246-269, and
  * the second of a phase carries into the phase bits, which opens the next
  * phase in that add; since b03b267 (before it, pair_last's one CAS); not
  * with AW_REGISTERED),
@@ -265,17 +265,17 @@
 #define COMPLETING(s) (PEND(s) <= 0 && ((s) & FIN) == 0)               /* abar_internal.h:80-83 */
 /* The 32-bit futex word (abar_internal.h:91-92), shrunk to 8 bits: bit 7 is
  * ABAR__FUTEX_CANCELLED (bit 31, abar_internal.h:85, set by abar_cancel),
- * the low 7 bits count the releases that found PARKED (arrive.c:194-199;
+ * the low 7 bits count the releases that found PARKED (arrive.c:194-200;
  * at most NPH of them here, so the count never wraps back to a value a
  * sleeper read). */
 #define FUT_CANC    128
 #define FUT_COUNT   127
-#define INSIDE_DEAD 128           /* ABAR__INSIDE_DEAD, abar_internal.h:216 */
+#define INSIDE_DEAD 128           /* ABAR__INSIDE_DEAD, abar_internal.h:218 */
 
-/* ---- the barrier (struct abar_impl, abar_internal.h:118-141) ----
+/* ---- the barrier (struct abar_impl, abar_internal.h:118-143) ----
  * `phase` and `futex` are the release words (struct abar__release,
  * abar_internal.h:87-94), which every access reaches through rel(b)
- * (abar_internal.h:150-154): `pair` beside the state word or `wide` on a
+ * (abar_internal.h:152-156): `pair` beside the state word or `wide` on a
  * line of its own, fixed at init (ABAR__PAIR, lifecycle.c:63), so either way
  * one pair of words; where they live makes no difference to the protocol.
  * What ABAR__TICKET does change, the add of HALF, is the PAIR knob. */
@@ -322,11 +322,11 @@ bool cdone = !CANCELLER, odone = !OBSERVER;
 #define GEXP(p)    ((p) == 0 -> E0 : gexp[p])
 
 /* Every access to barrier memory: never after a successful destroy (P5).
- * abar__live's load of magic (abar_internal.h:172) is folded into the call's
+ * abar__live's load of magic (abar_internal.h:174) is folded into the call's
  * next access: a destroy before either is caught by that access. */
 #define ACCESS     assert(!dead)
 
-/* abar__snapshot, abar_internal.h:177-193: read phase, state, phase again;
+/* abar__snapshot, abar_internal.h:179-195: read phase, state, phase again;
  * returns cur (completed phases) and a state naming cur or cur + 1.  With
  * ATOMIC_SNAPSHOT the three loads are one step; that is sound exactly when
  * the check below holds for the three-step version (the ATOMIC_SNAPSHOT=0
@@ -340,12 +340,12 @@ inline snapshot(res, sv)
 inline snapshot(res, sv)
 {
     do
-    :: atomic { ACCESS; ph1 = phase };                   /* abar_internal.h:183 */
-       atomic { ACCESS; sv = state; gsr = gS; gtr = grefused }; /* abar_internal.h:185 */
-       atomic { ACCESS; ph2 = phase };                   /* abar_internal.h:188 */
+    :: atomic { ACCESS; ph1 = phase };                   /* abar_internal.h:185 */
+       atomic { ACCESS; sv = state; gsr = gS; gtr = grefused }; /* abar_internal.h:187 */
+       atomic { ACCESS; ph2 = phase };                   /* abar_internal.h:190 */
        if
        :: ph2 == ph1 ->
-          res = ph1;                                     /* abar_internal.h:189-190 */
+          res = ph1;                                     /* abar_internal.h:191-192 */
           assert(gsr == res || gsr == res + 1);          /* P2: phase in {S-1, S} */
           assert(STPH(sv) == LO(gsr) || gtr > 0);        /* (a pair's refused add moves the bits until taken back) */
           ph1 = 0; ph2 = 0; gsr = 0; gtr = 0;                     /* dead: keep the state space small */
@@ -355,7 +355,7 @@ inline snapshot(res, sv)
     od
 }
 #endif
-/* abar__state_phase, abar_internal.h:194-198 */
+/* abar__state_phase, abar_internal.h:196-200 */
 #define STATE_PHASE(c, sv) (STPH(sv) == LO(c) -> (c) : (c) + 1)
 
 /* judge, wait.c:14-26 (EDEADLK needs a completion that waits: not modelled) */
@@ -380,13 +380,13 @@ inline look(res, tk)
     judge(res, tk, cur, s)
 }
 
-/* abar__futex_wake_all, futex.c:56-62: touches only the address. */
+/* abar__futex_wake_all, futex.c:100-106: touches only the address. */
 inline futex_wake_all()
 {
     d_step { i = 0; do :: i < NPROC -> fq[i] = 0; i++ :: else -> break od; i = 0 }
 }
 
-/* abar__futex_wait, futex.c:66-76 (FUTEX_WAIT_BITSET, futex.c:71), called
+/* abar__futex_wait, futex.c:110-120 (FUTEX_WAIT_BITSET, futex.c:115), called
  * with val and a deadline or none. */
 inline futex_wait(res, val, tmd)
 {
@@ -407,17 +407,17 @@ inline futex_wait(res, val, tmd)
     od
 }
 
-/* block, wait.c:80-184 (with lean_spin, wait.c:67-77): spin (unless PARK), then park.  Returns in r. */
+/* block, wait.c:80-189 (with lean_spin, wait.c:67-77): spin (unless PARK), then park.  Returns in r. */
 inline block(tk, tmd)
 {
-    /* The spin loop, wait.c:103-147.  Its policy is a free choice each round:
-     * ABAR_WAIT_PARK skips it (wait.c:96), the default leaves it when the
+    /* The spin loop, wait.c:105-149.  Its policy is a free choice each round:
+     * ABAR_WAIT_PARK skips it (wait.c:98), the default leaves it when the
      * budget is spent (and, oversubscribed, after 4 yields per participant:
-     * any round, wait.c:138-141), ABAR_WAIT_SPIN never leaves
-     * it.  A round reads `phase` (wait.c:108; the first 128 rounds,
+     * any round, wait.c:140-143), ABAR_WAIT_SPIN never leaves
+     * it.  A round reads `phase` (wait.c:110; the first 128 rounds,
      * wait.c:67-77, lean_spin, read only `phase`), then the futex word's cancel
-     * bit (wait.c:111), and looks (wait.c:113) when the bit is set or on every
-     * 1024th round (wait.c:112).  A round whose loads find phase <= tk, the
+     * bit (wait.c:113), and looks (wait.c:115) when the bit is set or on every
+     * 1024th round (wait.c:114).  A round whose loads find phase <= tk, the
      * bit clear, and (if it looks) the token still pending changes nothing
      * but the spinner's locals; such rounds are folded into one blocking step
      * that waits until a round can see news: `phase` past tk, the bit, or
@@ -430,35 +430,35 @@ inline block(tk, tmd)
      * caught (P5) by the round's first access. */
     do
     :: atomic { ACCESS; phase > tk || (futex & FUT_CANC) || (state & (CANC | FIN)) || dead } ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:72,108 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:72,110 */
        if
        :: tmp > tk -> r = 0; goto blockdone
        :: else -> skip
        fi;
-       atomic { ACCESS; tmp = futex };                   /* wait.c:111 */
+       atomic { ACCESS; tmp = futex };                   /* wait.c:113 */
        if
-       :: skip ->                                        /* wait.c:111-112: the cancel bit, or i % 1024 == 0 */
+       :: skip ->                                        /* wait.c:113-114: the cancel bit, or i % 1024 == 0 */
           tmp = 0;
-          look(r, tk);                                   /* wait.c:113 */
+          look(r, tk);                                   /* wait.c:115 */
           if :: !PENDING(r) -> goto blockdone :: else -> skip fi
        :: !(tmp & FUT_CANC) -> tmp = 0                   /* no bit, not a 1024th round */
        fi
-    :: tmd ->                                            /* wait.c:120-123: deadline, one more look */
+    :: tmd ->                                            /* wait.c:122-125: deadline, one more look */
        look(r, tk);
        r = (PENDING(r) -> ETIMEDOUT : r);
        goto blockdone
-    :: break                                             /* wait.c:96,141: park */
+    :: break                                             /* wait.c:98,143: park */
     od;
-    /* The park loop, wait.c:157-183. */
+    /* The park loop, wait.c:159-188. */
     do
-    :: atomic { ACCESS; v = futex };                     /* wait.c:162: the word before the look */
-       look(r, tk);                                      /* wait.c:163 */
+    :: atomic { ACCESS; v = futex };                     /* wait.c:164: the word before the look */
+       look(r, tk);                                      /* wait.c:165 */
        if :: !PENDING(r) -> goto blockdone :: else -> skip fi;
-       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:164 */
+       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:166 */
        if
-       :: r == EBUSY -> goto parkagain                   /* wait.c:165-167: yield */
+       :: r == EBUSY -> goto parkagain                   /* wait.c:167-169: yield */
 #if FIX_CANCEL_PARK
-       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:165-167: cancelled, looked complete: yield */
+       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:167-169: cancelled, looked complete: yield */
 #endif
        :: else -> skip
        fi;
@@ -466,7 +466,7 @@ inline block(tk, tmd)
        /* bug 2: sleep without announcing PARKED */
 #else
        if
-       :: !(s & PARKED) ->                               /* wait.c:171-174 */
+       :: !(s & PARKED) ->                               /* wait.c:171-178 */
           atomic {
               ACCESS;
               if
@@ -478,11 +478,11 @@ inline block(tk, tmd)
        :: else -> skip
        fi;
 #endif
-       futex_wait(r, v, tmd);                            /* wait.c:177 */
+       futex_wait(r, v, tmd);                            /* wait.c:182 */
        if
        :: r == ETIMEDOUT ->
-          look(r, tk);                                   /* wait.c:180 */
-          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:181 */
+          look(r, tk);                                   /* wait.c:185 */
+          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:186 */
           goto blockdone
        :: else -> skip
        fi;
@@ -493,11 +493,11 @@ blockdone:
     cur = 0; s = 0; ok = 0; tmp = 0; v = 0
 }
 
-/* enter, wait.c:193-224: announce, then wait out a destroy's mark.
+/* enter, wait.c:198-229: announce, then wait out a destroy's mark.
  *
  * The hazard-slot fences (hazard.c:11-21).  The C orders the slot store
- * before the waiter's next loads with a "light" fence (wait.c:207,
- * abar_internal.h:296-300: only a compiler barrier where membarrier is
+ * before the waiter's next loads with a "light" fence (wait.c:212,
+ * abar_internal.h:298-302: only a compiler barrier where membarrier is
  * registered) and destroy's mark before its slot loads with a "heavy" one
  * (lifecycle.c:96, hazard.c:50-60: membarrier PRIVATE_EXPEDITED, then a
  * seq_cst fence).  The model is sequentially consistent, i.e. it assumes a
@@ -518,18 +518,18 @@ blockdone:
 inline enter()
 {
 #if PSHARED
-    atomic { ACCESS; inside++ };                         /* wait.c:211 */
+    atomic { ACCESS; inside++ };                         /* wait.c:216 */
 #else
-    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:203, light fence 207 */
+    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:208, light fence 207 */
 #endif
     entered = 1;
     do
-    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:216 */
-    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:217: destroyed */
+    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:221 */
+    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:222: destroyed */
        entered = 0; break
     od;
     if
-    :: !entered ->                                       /* wait.c:218 leave */
+    :: !entered ->                                       /* wait.c:223 leave */
 #if PSHARED
        atomic { inside-- }
 #else
@@ -539,24 +539,24 @@ inline enter()
     fi
 }
 
-/* leave, wait.c:228-240: after it this thread touches the barrier no more. */
+/* leave, wait.c:233-245: after it this thread touches the barrier no more. */
 inline leave()
 {
 #if PSHARED
-    atomic { ACCESS; inside-- }                          /* wait.c:231 */
+    atomic { ACCESS; inside-- }                          /* wait.c:236 */
 #else
-    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:236 */
+    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:241 */
 #endif
 }
 
-/* wait_registered, wait.c:243-250 (the caller, wait_common, found the token
- * not yet complete on the release words, wait.c:260). */
+/* wait_registered, wait.c:248-255 (the caller, wait_common, found the token
+ * not yet complete on the release words, wait.c:265). */
 inline wait_registered(tk, tmd)
 {
-    enter();                                             /* wait.c:246 */
+    enter();                                             /* wait.c:251 */
     assert(entered);                                     /* no destroy races these waits */
-    block(tk, tmd);                                      /* wait.c:247 */
-    leave()                                              /* wait.c:248 */
+    block(tk, tmd);                                      /* wait.c:252 */
+    leave()                                              /* wait.c:253 */
 }
 
 /* What a returned wait may say (P1, P4). */
@@ -570,7 +570,7 @@ inline check_wait(tk, res, tmd)
     fi
 }
 
-/* publish, arrive.c:176-202: release the waiters of phase p after the
+/* publish, arrive.c:176-203: release the waiters of phase p after the
  * release CAS on `state`, which found PARKED if prk.  Only then the futex
  * word changes: its count bits, by CAS, keeping the cancel bit (a cancel may
  * set it meanwhile).  Uses tmp (the caller's is dead by now). */
@@ -581,8 +581,8 @@ inline publish(p, prk)
 #else
     if
     :: prk ->                                            /* arrive.c:194 */
-       atomic { ACCESS; tmp = futex };                   /* arrive.c:195: f */
-       do                                                /* arrive.c:196-198 */
+       atomic { ACCESS; tmp = futex };                   /* arrive.c:196: f */
+       do                                                /* arrive.c:197-199 */
        :: atomic {
               ACCESS;
               if
@@ -603,13 +603,13 @@ inline publish(p, prk)
     fi;
 #endif
 #if MUTANT != 1
-    atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* arrive.c:200: the last access */
+    atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* arrive.c:201: the last access */
 #endif
 #if MUTANT == 3
     skip                                                 /* bug 3: never wake */
 #else
     if
-    :: prk -> futex_wake_all()                           /* arrive.c:201 */
+    :: prk -> futex_wake_all()                           /* arrive.c:202 */
     :: else -> skip
     fi
 #endif
@@ -660,17 +660,17 @@ inline complete(p, ns)
 #if PAIR
 /* A pair's single arrival (PAIR: the barrier expects N <= ABAR__PAIR_MAX = 2
  * threads and has no completion function: ABAR__TICKET, lifecycle.c:64),
- * abar__ticket_arrive (abar_internal.h:244-267) with abar__ticket_slow
+ * abar__ticket_arrive (abar_internal.h:246-269) with abar__ticket_slow
  * (arrive.c:31-65): one add of HALF; the second arrival of a phase carries
  * out of HALF into the phase bits, which completes the phase and opens the
  * next in that add.  Refused (cancelled, finished, nothing left, or a phase
  * other than `before`): taken back by a subtraction.  tmp holds `before`
- * (abar_internal.h:248); token in tp, r = error, lst = completed the phase.
- * The inline fast path (abar_internal.h:255-265) is the two usual outcomes
+ * (abar_internal.h:250); token in tp, r = error, lst = completed the phase.
+ * The inline fast path (abar_internal.h:257-267) is the two usual outcomes
  * of the same add: the first of two, and the carry without PARKED. */
 inline ticket_arrive()
 {
-    atomic {                                             /* abar_internal.h:252: fetch_add HALF */
+    atomic {                                             /* abar_internal.h:254: fetch_add HALF */
         ACCESS; s = state; state = (state + HALF) & SMASK; ns = state;
         if
         :: !(s & (CANC | FIN)) && PEND(s) >= 1 && STPH(s) == LO(tmp) ->
@@ -682,7 +682,7 @@ inline ticket_arrive()
               assert(arrived[gS] == GEXP(gS) && !released[gS]); /* so the phase completes here */
               compl[gS]++;
               assert(compl[gS] == 1);
-              assert(gdrops[gS] == 0);                   /* a carry finds no drop (abar_internal.h:232-235) */
+              assert(gdrops[gS] == 0);                   /* a carry finds no drop (abar_internal.h:234-237) */
               gexp[gS + 1] = GEXP(gS);
               assert(gexp[gS + 1] == expected);          /* the next phase's count is this one's */
               gS = gS + 1
@@ -1184,7 +1184,7 @@ inline destroy()
           /* lifecycle.c:96-97: the heavy fence (see enter), then the
            * hazard slots (hazard.c:108-115, read as one step: a slot
            * set after the scan passed it belongs to a waiter that then
-           * sees the mark, wait.c:216) */
+           * sees the mark, wait.c:221) */
           atomic { ACCESS; i = 0; do :: i < NPROC && !slot[i] -> i++ :: else -> break od };
           if
           :: i < NPROC -> atomic { ACCESS; inside = inside & ~INSIDE_DEAD }; r = EBUSY /* lifecycle.c:97-99 */
@@ -1207,7 +1207,7 @@ inline destroy()
 #define OP_ONLY   5  /* abar_arrive, no wait, then leave (last phase only) */
 
 /* How many a worker's abar_arrive counts: NARR for worker 1 with NARR
- * (abar_arrive_n, arrive.c:212), else 1. */
+ * (abar_arrive_n, arrive.c:213), else 1. */
 #define ARRN ((NARR && _pid == 1) -> NARR : 1)
 
 /* Worker 0 never drops and destroys the barrier after its last wait. */
@@ -1241,7 +1241,7 @@ active [N] proctype worker()
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
        if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:317 */
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:322 */
        :: else -> skip
        fi;
 #endif
@@ -1251,7 +1251,7 @@ active [N] proctype worker()
        :: else -> arrive(ARRN, op == OP_DROP)
        fi;
 #else
-       arrive(ARRN, op == OP_DROP);                      /* wait.c:321 / arrive.c:128, 208-226 */
+       arrive(ARRN, op == OP_DROP);                      /* wait.c:326 / arrive.c:128, 209-226 */
 #endif
 #if MUTANT == 6
        if :: op == OP_AW -> enter() :: else -> skip fi;
@@ -1267,29 +1267,29 @@ active [N] proctype worker()
           leave(); left = 1;                             /* bug 13: leaves right after its arrival */
 #endif
           if
-          :: lst -> skip                                 /* wait.c:324: we completed it */
+          :: lst -> skip                                 /* wait.c:329: we completed it */
           :: else ->
-             atomic { ACCESS; tmp = phase };             /* wait.c:327: released meanwhile? */
+             atomic { ACCESS; tmp = phase };             /* wait.c:332: released meanwhile? */
              if
 #if MUTANT == 12
              :: tmp >= tp -> tmp = 0                     /* bug 12: `phase` == tp taken as released */
 #else
-             :: tmp > tp -> tmp = 0                      /* wait.c:327 */
+             :: tmp > tp -> tmp = 0                      /* wait.c:332 */
 #endif
 #if MUTANT == 13
              :: else -> tmp = 0; wait_registered(tp, 0)  /* bug 13: then waits as abar_wait does */
 #else
-             :: else -> tmp = 0; block(tp, 0)            /* wait.c:328-329 */
+             :: else -> tmp = 0; block(tp, 0)            /* wait.c:333-334 */
 #endif
              fi
           fi;
           check_wait(tp, r, 0)
        :: r == 0 && (op == OP_SPLIT || op == OP_TIMED) ->
-          do                                             /* wait_common, wait.c:252-272 */
-          :: atomic { ACCESS; tmp = phase };             /* wait.c:260 */
+          do                                             /* wait_common, wait.c:257-277 */
+          :: atomic { ACCESS; tmp = phase };             /* wait.c:265 */
              if
              :: tp < tmp -> r = 0; tmp = 0
-             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:271 */
+             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:276 */
              fi;
              check_wait(tp, r, timed);
              if
@@ -1300,7 +1300,7 @@ active [N] proctype worker()
        :: else -> skip
        fi;
        if
-       :: op == OP_AW && !left -> leave()                /* wait.c:330 */
+       :: op == OP_AW && !left -> leave()                /* wait.c:335 */
        :: else -> skip
        fi;
        if
@@ -1345,7 +1345,7 @@ active proctype canceller()
 #endif
 
 #if OBSERVER
-/* A non-participant: abar_current, then abar_wait (wait.c:286-294, 179-199). */
+/* A non-participant: abar_current, then abar_wait (wait.c:291-299, 184-204). */
 active proctype observer()
 {
     byte tp, cur, ph1, ph2, gsr, gtr, tmp, i, v;
@@ -1353,17 +1353,17 @@ active proctype observer()
     byte r;
     bool ok, entered;
 
-    snapshot(cur, s);                                    /* wait.c:291 */
+    snapshot(cur, s);                                    /* wait.c:296 */
     if
-    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:292 */
-    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:293 */
+    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:297 */
+    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:298 */
     fi;
     if
     :: r == 0 && tp < NPH ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:260 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:265 */
        if
        :: tp < tmp -> r = 0; tmp = 0
-       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:271 */
+       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:276 */
        fi;
        check_wait(tp, r, 0)
     :: else -> skip

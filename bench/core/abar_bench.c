@@ -12,6 +12,8 @@
  *               W ns of calibrated work really takes with every thread busy
  *   completion  completion function: empty, and seed 001's psum (checked)
  *   cpuburn     CPU time (user+sys) burnt by a thread that waits 10 ms
+ *   jitter      lat with one thread 100 µs late every 256 phases (a noisy
+ *               host), T = 2, 4, 8, 16
  * Every row: see common.h.
  */
 #include "common.h"
@@ -19,7 +21,7 @@
 
 #include <abar.h>
 
-#define SCENARIOS "floor,lat,oversub,split,completion,cpuburn"
+#define SCENARIOS "floor,lat,oversub,split,completion,cpuburn,jitter"
 
 static void fail(const char *impl, const char *what, int err)
 {
@@ -168,7 +170,7 @@ static bimpl_t tagged[3];
 static __attribute__((unused)) char tagged_name[3][64];
 
 /* ---- the team: T threads running one scenario on one barrier ----------------- */
-enum mode { M_LAT, M_JOINED, M_SPLIT, M_WORK, M_COMPL, M_BURN, M_PINGPONG, M_PINGPONG_PAUSE };
+enum mode { M_LAT, M_JOINED, M_SPLIT, M_WORK, M_COMPL, M_BURN, M_JITTER, M_PINGPONG, M_PINGPONG_PAUSE };
 
 #define PSUM_DATA 4096
 static uint64_t psum_data[PSUM_DATA];
@@ -205,6 +207,15 @@ static inline void pp_await(_Atomic uint64_t *line, uint64_t v, int pause)
 {
     while (atomic_load_explicit(line, memory_order_acquire) != v)
         if (pause) cpu_relax();
+}
+
+#define JITTER_EVERY 256u
+#define JITTER_NS 100000u
+
+static void busy_ns(uint64_t ns)
+{
+    const uint64_t end = now_ns() + ns;
+    while (now_ns() < end) cpu_relax();
 }
 
 static void *worker(void *p)
@@ -265,6 +276,15 @@ static void *worker(void *p)
             }
         }
         break;
+    case M_JITTER: {
+        /* every JITTER_EVERY-th phase one thread, each in turn, is late by
+         * JITTER_NS (busy, as a vCPU its host preempts) */
+        const uint64_t T = tm->T;
+        RCTL_LOOP(rc, tid, (++gk % JITTER_EVERY == 0 && gk / JITTER_EVERY % T == tid ? busy_ns(JITTER_NS)
+                                                                                    : (void)0,
+                            im->aw(b, ts)));
+        break;
+    }
     case M_PINGPONG:
     case M_PINGPONG_PAUSE: {
         /* round trip: 0 writes odd, 1 answers with the next even value */
@@ -385,6 +405,29 @@ static void scen_lat(const bopts_t *o)
                 acc[i].capped ? "lb" : "");
     }
     free(acc);
+}
+
+/* A noisy host: the latency loop with one thread JITTER_NS late every
+ * JITTER_EVERY phases (each thread in turn).  A barrier that absorbs the
+ * hiccup costs the lat row plus JITTER_NS / JITTER_EVERY (390 ns) a
+ * phase; one whose waiters park on it pays their wake-ups as well. */
+static void scen_jitter(const bopts_t *o)
+{
+    static const unsigned Ts[] = {2, 4, 8, 16};
+    char param[32];
+    snprintf(param, sizeof param, "%uus/%u", JITTER_NS / 1000, JITTER_EVERY);
+    for (unsigned k = 0; k < sizeof Ts / sizeof Ts[0]; k++) {
+        if (Ts[k] > o->max_threads) break;
+        for (unsigned i = 0; i < nimpls; i++) {
+            struct team *tm = team_new(impls[i], Ts[k], 1, M_JITTER, o, o->cap_ns);
+            tm->b = impls[i]->create(Ts[k], NULL, NULL);
+            tm->rc.start_ns = now_ns();
+            run_team(tm);
+            impls[i]->destroy(tm->b);
+            rctl_row(&tm->rc, "jitter", impls[i]->name, Ts[k], param);
+            free(tm);
+        }
+    }
 }
 
 static void scen_oversub(const bopts_t *o)
@@ -546,6 +589,7 @@ int main(int argc, char **argv)
     if (scen_on(&o, "split")) scen_split(&o);
     if (scen_on(&o, "completion")) scen_completion(&o);
     if (scen_on(&o, "cpuburn")) scen_cpuburn(&o);
+    if (scen_on(&o, "jitter")) scen_jitter(&o);
     if (scen_on(&o, "oversub")) scen_oversub(&o);
     if (bench_csv) fclose(bench_csv);
     return 0;

@@ -137,7 +137,9 @@ struct abar_impl {
     _Atomic uint32_t inside;  /* threads blocked in a wait: destroy is EBUSY while > 0 */
     _Atomic uint32_t asleep[2];/* waiters of a phase of each parity in FUTEX_WAIT, or woken
                                   and not yet back from it (a hint: block()) */
-    char pad2[52];
+    _Atomic uint32_t spin_shift;/* the spin budget is doubled this many times (futex.c) */
+    _Atomic uint64_t parked_at;/* when a waiter last set PARKED, ns (futex.c) */
+    char pad2[40];
 };
 
 _Static_assert(sizeof(struct abar_impl) <= sizeof(abar_t), "abar_t too small");
@@ -317,6 +319,9 @@ void abar__futex_wake_all(_Atomic uint32_t *word, bool pshared);
 int abar__futex_wait(_Atomic uint32_t *word, uint32_t val, bool pshared,
                      const struct timespec *abstime);
 uint64_t abar__spin_ns(void);
+uint64_t abar__spin_budget(const struct abar_impl *b, unsigned factor);
+void abar__spin_parking(struct abar_impl *b, uint64_t now);
+void abar__spin_learn(struct abar_impl *b);
 unsigned abar__ncpu(void);
 uint64_t abar__now_ns(void);
 static inline void abar__pause(void)

@@ -192,6 +192,7 @@ void abar__publish(struct abar_impl *b, uint64_t p, bool parked)
     if (atomic_load_explicit(&b->slept, memory_order_relaxed) != parked)
         atomic_store_explicit(&b->slept, parked, memory_order_relaxed);
     if (parked) {
+        abar__spin_learn(b); /* before the release: b may be freed after it */
         uint32_t f = atomic_load_explicit(&r->futex, memory_order_relaxed);
         while (!atomic_compare_exchange_weak_explicit(
             &r->futex, &f, (f & ABAR__FUTEX_CANCELLED) | ((f + 1) & ~ABAR__FUTEX_CANCELLED),

@@ -32,6 +32,50 @@ uint64_t abar__spin_ns(void)
     return v;
 }
 
+/* The spin budget adapts to what parking costs on this machine.  A park
+ * is worth its wake-up only when the phase then runs on for long: a waiter
+ * woken soon after it parked burnt the wake-up (on a VM, a halted vCPU can
+ * take tens of µs to milliseconds to run again) where spinning a little
+ * longer would have cost little CPU.  So a release that wakes sleepers
+ * (abar__publish) looks at how long ago the first of them parked: sooner
+ * than ABAR__SPIN_MAX_NS doubles the budget of every later wait on the
+ * barrier, up to that bound; later resets it.  Without that, one hiccup
+ * longer than the budget (a vCPU preempted by its host) parks the waiters,
+ * and the wake-ups it takes then cost more than the hiccup did.  A thread
+ * that waits 10 ms for a late arrival still burns at most ABAR__SPIN_MAX_NS,
+ * and only in the first such wait after a run of short ones.
+ * Both words are hints: relaxed, racy updates lose at most one step. */
+#define ABAR__SPIN_MAX_NS 800000u
+#define ABAR__SPIN_SHIFT_MAX 4u
+
+/* The budget block() spins before parking: the base (ABAR_SPIN_NS, or
+ * `factor` times it right after a release that woke sleepers) doubled
+ * spin_shift times, but never past ABAR__SPIN_MAX_NS by the doubling. */
+uint64_t abar__spin_budget(const struct abar_impl *b, unsigned factor)
+{
+    const uint64_t base = abar__spin_ns() * factor;
+    if (base >= ABAR__SPIN_MAX_NS) return base;
+    const uint64_t v = base << atomic_load_explicit(&b->spin_shift, memory_order_relaxed);
+    return v < ABAR__SPIN_MAX_NS ? v : ABAR__SPIN_MAX_NS;
+}
+
+/* A waiter is about to set PARKED at time `now` (block()). */
+void abar__spin_parking(struct abar_impl *b, uint64_t now)
+{
+    atomic_store_explicit(&b->parked_at, now, memory_order_relaxed);
+}
+
+/* A completer is about to wake the sleepers of a phase (abar__publish,
+ * before the release: the barrier may be freed after it). */
+void abar__spin_learn(struct abar_impl *b)
+{
+    const uint64_t at = atomic_load_explicit(&b->parked_at, memory_order_relaxed);
+    const uint32_t s = atomic_load_explicit(&b->spin_shift, memory_order_relaxed);
+    uint32_t n = 0;
+    if (abar__now_ns() - at < ABAR__SPIN_MAX_NS) n = s < ABAR__SPIN_SHIFT_MAX ? s + 1 : s;
+    if (n != s) atomic_store_explicit(&b->spin_shift, n, memory_order_relaxed);
+}
+
 unsigned abar__ncpu(void)
 {
     unsigned v = atomic_load_explicit(&ncpu_cache, memory_order_relaxed);

@@ -92,10 +92,12 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
      * come back one by one (a sleeping vCPU can take tens of µs to run
      * again), and waiters that park before the last of them arrives must
      * be woken in turn, so that once parked a barrier stays parked, every
-     * phase as slow as a wake-up (measured: docs/bench.md).  relaxed: a hint. */
+     * phase as slow as a wake-up (measured: docs/bench.md).  The budget
+     * also grows while parks turn out short (abar__spin_budget).  relaxed:
+     * a hint. */
     uint64_t budget = b->flags & ABAR_WAIT_PARK ? 0
-                    : abar__spin_ns() * (atomic_load_explicit(&b->slept, memory_order_relaxed)
-                                             ? ABAR__SLEPT_SPIN_FACTOR : 1);
+                    : abar__spin_budget(b, atomic_load_explicit(&b->slept, memory_order_relaxed)
+                                               ? ABAR__SLEPT_SPIN_FACTOR : 1);
     const uint64_t deadline =
         abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec : UINT64_MAX;
     uint64_t t0 = 0; /* read lazily: most waits end before the first clock read */
@@ -167,11 +169,14 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
             continue;
         }
         /* acq_rel: PARKED must be in the state word the completer's release
-         * CAS replaces, so it sees it and wakes us (no lost wake-up). */
-        if (!(s & ST_PARKED) &&
-            !atomic_compare_exchange_weak_explicit(&b->state, &s, s | ST_PARKED,
-                                                   memory_order_acq_rel, memory_order_acquire))
-            continue;
+         * CAS replaces, so it sees it and wakes us (no lost wake-up).  The
+         * first to park notes when, for the completer's abar__spin_learn. */
+        if (!(s & ST_PARKED)) {
+            if (!(b->flags & ABAR_WAIT_PARK)) abar__spin_parking(b, abar__now_ns());
+            if (!atomic_compare_exchange_weak_explicit(&b->state, &s, s | ST_PARKED,
+                                                       memory_order_acq_rel, memory_order_acquire))
+                continue;
+        }
         /* relaxed (both): a hint to the next phase's spinners */
         atomic_fetch_add_explicit(&b->asleep[t.raw & 1], 1, memory_order_relaxed);
         int slept = abar__futex_wait(&rw->futex, v, pshared, abstime);

@@ -446,4 +446,61 @@ TEST(spin_budget_env_override)
     CHECK_EQ(abar_destroy(&b), 0);
 }
 
+/* White box: the spin budget adapts (futex.c abar__spin_learn).  A waiter
+ * woken soon after it parked doubles the budget of later waits, up to
+ * 16 times the base (800 µs); one woken long after it parked resets it.
+ * A release that came late through no fault of the barrier (this thread
+ * descheduled for 600 µs or more between seeing PARKED and arriving) says
+ * nothing either way: that round is run again. */
+static bool park_then_release(abar_t *b, unsigned hold_ms)
+{
+    struct caller c;
+    caller_start(&c, b, C_ARRIVE_AND_WAIT, (abar_token_t){0, 0});
+    await_inside(b, 1);
+    uint64_t t0 = now_ns();
+    while (!(atomic_load(&I(b)->state) & ST_PARKED)) {
+        if (now_ns() - t0 > 5000000000u) { fprintf(stderr, "never parked\n"); _exit(1); }
+        sched_yield();
+    }
+    uint64_t seen = now_ns();
+    if (hold_ms) msleep((int)hold_ms);
+    CHECK(tok_ok(abar_arrive(b)));
+    uint64_t late = now_ns() - seen;
+    CHECK_EQ(caller_join(&c), 0);
+    return hold_ms || late < 600000u;
+}
+
+TEST(spin_budget_adapts_to_short_parks)
+{
+    abar_t b;
+    CHECK_EQ(abar_init(&b, 2, NULL), 0);
+    const uint64_t base = abar__spin_ns();
+    CHECK_EQ(abar__spin_budget(I(&b), 1), base);
+    for (unsigned tries = 0; atomic_load(&I(&b)->spin_shift) < 4; tries++) {
+        CHECK(tries < 200);
+        uint32_t before = atomic_load(&I(&b)->spin_shift);
+        if (park_then_release(&b, 0)) CHECK_EQ(atomic_load(&I(&b)->spin_shift), before + 1);
+    }
+    for (unsigned tries = 0; !park_then_release(&b, 0); tries++) CHECK(tries < 200);
+    CHECK_EQ(atomic_load(&I(&b)->spin_shift), 4);
+    CHECK_EQ(abar__spin_budget(I(&b), 1), base * 16 < 800000 ? base * 16 : 800000);
+    CHECK_EQ(abar__spin_budget(I(&b), 5), 800000); /* the doubling stops at 800 µs */
+    /* parked, then woken 5 ms later: parking paid off, back to the base */
+    CHECK(park_then_release(&b, 5));
+    CHECK_EQ(atomic_load(&I(&b)->spin_shift), 0);
+    CHECK_EQ(abar__spin_budget(I(&b), 1), base);
+    CHECK_EQ(abar_destroy(&b), 0);
+}
+
+/* A base above the bound is kept as it is, never doubled past it nor cut. */
+TEST(spin_budget_env_above_bound_kept)
+{
+    CHECK_EQ(setenv("ABAR_SPIN_NS", "2000000", 1), 0); /* read once, in this forked case */
+    abar_t b;
+    CHECK_EQ(abar_init(&b, 2, NULL), 0);
+    atomic_store(&I(&b)->spin_shift, 3);
+    CHECK_EQ(abar__spin_budget(I(&b), 1), 2000000);
+    CHECK_EQ(abar_destroy(&b), 0);
+}
+
 int main(int argc, char **argv) { return harness_main(argc, argv); }
