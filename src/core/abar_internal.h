@@ -108,7 +108,7 @@ struct abar__release {
 
 /* A wider barrier, unless process-shared, counts its arrivals in an arrival
  * tree of leaves (tree.c); the number of leaves is in flags. */
-#define ABAR__TREE_MIN        8u  /* the smallest expected count with leaves */
+#define ABAR__TREE_MIN        9u  /* the smallest expected count with leaves */
 #define ABAR__TREE_FANOUT     4u  /* units per leaf, about */
 #define ABAR__TREE_LEAVES_MAX 128u
 #define ABAR__NLEAVES_SHIFT   16

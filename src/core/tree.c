@@ -96,8 +96,9 @@ static inline uint32_t quota_of(uint32_t e, uint32_t nleaves, uint32_t i)
 static _Atomic uint32_t tree_min_cache;
 
 /* The smallest expected count that gets a tree: ABAR_TREE_MIN from the
- * environment (tests force trees on small barriers with it), else 8
- * (measured on the 16-core host: docs/bench.md). */
+ * environment (tests force trees on small barriers with it), else 9: at
+ * 8 threads the single counter was the faster in the same runs (measured
+ * on the 16-core host: docs/bench.md). */
 static uint32_t tree_min(void)
 {
     /* relaxed: every thread computes the same value */

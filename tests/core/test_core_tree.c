@@ -36,9 +36,12 @@ TEST(leaves_only_where_wide_and_private)
     CHECK_EQ(abar_init(&b, 16, &(abar_attr_t){ .flags = ABAR_PSHARED }), 0);
     CHECK(I(&b)->leaves == NULL); /* the leaves would live outside the shared mapping */
     CHECK_EQ(abar_destroy(&b), 0);
-    if (tree_min_default()) {
-        CHECK_EQ(abar_init(&b, 7, NULL), 0);
+    if (tree_min_default()) { /* leaves from 9 expected (ABAR__TREE_MIN) */
+        CHECK_EQ(abar_init(&b, 8, NULL), 0);
         CHECK(I(&b)->leaves == NULL);
+        CHECK_EQ(abar_destroy(&b), 0);
+        CHECK_EQ(abar_init(&b, 9, NULL), 0);
+        CHECK_EQ(abar__nleaves(I(&b)), 3u);
         CHECK_EQ(abar_destroy(&b), 0);
     }
     /* re-initialised without a destroy: the old leaves are freed (ASan/valgrind) */
