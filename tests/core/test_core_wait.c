@@ -447,12 +447,14 @@ TEST(spin_budget_env_override)
 }
 
 /* White box: the spin budget adapts (futex.c abar__spin_learn).  A waiter
- * woken soon after it parked doubles the budget of later waits, up to
- * 16 times the base (800 µs); one woken long after it parked resets it.
- * A release that came late through no fault of the barrier (this thread
- * descheduled for 600 µs or more between seeing PARKED and arriving) says
- * nothing either way: that round is run again. */
-static bool park_then_release(abar_t *b, unsigned hold_ms)
+ * woken less than 800 µs after it parked doubles the budget of later waits,
+ * up to 16 times the base (800 µs); one woken later resets it.  The thread
+ * that completes the phase here is this one, so the clock readings around
+ * its arrival bound the one abar__spin_learn made: a round whose bounds
+ * straddle 800 µs (this thread descheduled on a loaded machine) is run
+ * again. */
+enum { SHORT_PARK = 1, LONG_PARK = -1, UNSURE = 0 };
+static int park_then_release(abar_t *b, unsigned hold_ms)
 {
     struct caller c;
     caller_start(&c, b, C_ARRIVE_AND_WAIT, (abar_token_t){0, 0});
@@ -462,12 +464,13 @@ static bool park_then_release(abar_t *b, unsigned hold_ms)
         if (now_ns() - t0 > 5000000000u) { fprintf(stderr, "never parked\n"); _exit(1); }
         sched_yield();
     }
-    uint64_t seen = now_ns();
     if (hold_ms) msleep((int)hold_ms);
-    CHECK(tok_ok(abar_arrive(b)));
-    uint64_t late = now_ns() - seen;
+    const uint64_t at = atomic_load(&I(b)->parked_at); /* what the waiter noted, before PARKED */
+    const uint64_t before = now_ns();
+    CHECK(tok_ok(abar_arrive(b))); /* the last arrival: abar__spin_learn runs in it */
+    const uint64_t after = now_ns();
     CHECK_EQ(caller_join(&c), 0);
-    return hold_ms || late < 600000u;
+    return after - at < 800000u ? SHORT_PARK : before - at >= 800000u ? LONG_PARK : UNSURE;
 }
 
 TEST(spin_budget_adapts_to_short_parks)
@@ -476,17 +479,21 @@ TEST(spin_budget_adapts_to_short_parks)
     CHECK_EQ(abar_init(&b, 2, NULL), 0);
     const uint64_t base = abar__spin_ns();
     CHECK_EQ(abar__spin_budget(I(&b), 1), base);
-    for (unsigned tries = 0; atomic_load(&I(&b)->spin_shift) < 4; tries++) {
+    unsigned shorts = 0;
+    for (unsigned tries = 0; shorts < 5; tries++) {
         CHECK(tries < 200);
-        uint32_t before = atomic_load(&I(&b)->spin_shift);
-        if (park_then_release(&b, 0)) CHECK_EQ(atomic_load(&I(&b)->spin_shift), before + 1);
+        uint32_t was = atomic_load(&I(&b)->spin_shift);
+        int v = park_then_release(&b, 0);
+        if (v == SHORT_PARK) CHECK_EQ(atomic_load(&I(&b)->spin_shift), was < 4 ? was + 1 : 4);
+        if (v == LONG_PARK) CHECK_EQ(atomic_load(&I(&b)->spin_shift), 0);
+        shorts = v == SHORT_PARK ? shorts + 1 : 0; /* after UNSURE the shift is not known */
     }
-    for (unsigned tries = 0; !park_then_release(&b, 0); tries++) CHECK(tries < 200);
+    /* five short parks in a row: the bound */
     CHECK_EQ(atomic_load(&I(&b)->spin_shift), 4);
     CHECK_EQ(abar__spin_budget(I(&b), 1), base * 16 < 800000 ? base * 16 : 800000);
     CHECK_EQ(abar__spin_budget(I(&b), 5), 800000); /* the doubling stops at 800 µs */
     /* parked, then woken 5 ms later: parking paid off, back to the base */
-    CHECK(park_then_release(&b, 5));
+    CHECK_EQ(park_then_release(&b, 5), LONG_PARK);
     CHECK_EQ(atomic_load(&I(&b)->spin_shift), 0);
     CHECK_EQ(abar__spin_budget(I(&b), 1), base);
     CHECK_EQ(abar_destroy(&b), 0);
