@@ -159,6 +159,20 @@ int main(int argc, char **argv)
         if (rank == 0) fprintf(stderr, "needs MPI_THREAD_MULTIPLE\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
+    /* How MPI groups the ranks into nodes: abar_mpi's default engine is
+     * shared memory only where every rank shares one (engine_shm.c), so
+     * across hosts the "abar_mpi(shm)" rows run the message engine. */
+    MPI_Comm node;
+    int local_rank = 0, nodes = 1;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_rank(node, &local_rank);
+        MPI_Comm_free(&node);
+        int leader = local_rank == 0;
+        MPI_Allreduce(&leader, &nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    }
+    if (rank == 0)
+        printf("# %d ranks on %d node(s) as MPI_COMM_TYPE_SHARED sees them: the default engine "
+               "(abar_mpi(shm) rows) is %s\n", size, nodes, nodes == 1 ? "shared memory" : "messages");
     abar_mpi_attr_t a[M_COUNT] = { 0 };
     a[M_ABAR_P2P].flags = ABAR_MPI_P2P;
     a[M_ABAR_IBAR].flags = ABAR_MPI_IBARRIER;

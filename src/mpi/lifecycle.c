@@ -107,19 +107,31 @@ static int setup_engine(struct mpi_impl *m)
     }
 }
 
-/* More runnable threads here than CPUs to run them: pollers should yield. */
+/* More runnable threads here than CPUs to run them: pollers should yield.
+ * Collective.  The CPUs are those the node's ranks may run on, together
+ * (the union of their affinity masks), not the machine's: a job confined by
+ * taskset, a cpuset or a container to fewer CPUs than the machine has is
+ * oversubscribed by what it runs on them.  Where the mask cannot be read,
+ * every online CPU counts. */
 static bool oversubscribed(MPI_Comm comm, unsigned threads)
 {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        for (long c = 0; c < online && c < CPU_SETSIZE; c++) CPU_SET((int)c, &set);
+    const int mine = CPU_COUNT(&set);
+    int local = 1, cpus = mine;
     MPI_Comm node;
-    int local = 1;
     if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
         MPI_Comm_size(node, &local);
+        if (MPI_Allreduce(MPI_IN_PLACE, &set, (int)sizeof set, MPI_BYTE, MPI_BOR, node) == MPI_SUCCESS)
+            cpus = CPU_COUNT(&set);
+        else
+            cpus = (int)online;
         MPI_Comm_free(&node);
     }
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    cpu_set_t set;
-    int mine = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)online;
-    return (long)local * threads > online || (long)threads > mine;
+    return (long)local * threads > cpus || (long)threads > mine;
 }
 
 int abar_mpi_init(abar_mpi_t *b, MPI_Comm comm, const abar_mpi_attr_t *attr)
