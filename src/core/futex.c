@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -76,15 +77,27 @@ void abar__spin_learn(struct abar_impl *b)
     if (n != s) atomic_store_explicit(&b->spin_shift, n, memory_order_relaxed);
 }
 
+/* The CPUs this process may run on: the main thread's affinity mask (where
+ * taskset, a cpuset or a container's CPU set shows), at most the online
+ * CPUs.  Read once, when the library is loaded (below), before a program
+ * pins its threads to a CPU each: the calling thread's own mask would then
+ * say 1.  The main thread's id is the process id. */
 unsigned abar__ncpu(void)
 {
     unsigned v = atomic_load_explicit(&ncpu_cache, memory_order_relaxed);
     if (v) return v;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     v = n > 0 ? (unsigned)n : 1;
+    cpu_set_t set;
+    if (sched_getaffinity(getpid(), sizeof set, &set) == 0) {
+        int c = CPU_COUNT(&set);
+        if (c > 0 && (unsigned)c < v) v = (unsigned)c;
+    }
     atomic_store_explicit(&ncpu_cache, v, memory_order_relaxed);
     return v;
 }
+
+__attribute__((constructor)) static void ncpu_at_load(void) { (void)abar__ncpu(); }
 
 uint64_t abar__now_ns(void)
 {

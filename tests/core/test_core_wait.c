@@ -499,6 +499,18 @@ TEST(spin_budget_adapts_to_short_parks)
     CHECK_EQ(abar_destroy(&b), 0);
 }
 
+/* The CPUs the core counts (oversubscription: more expected threads than
+ * these) are the process's, its main thread's affinity mask, at most the
+ * online ones: under `taskset -c 0` (CTest test_core_wait_1cpu) one. */
+TEST(ncpu_is_the_process_cpus)
+{
+    cpu_set_t s;
+    CHECK_EQ(sched_getaffinity(getpid(), sizeof s, &s), 0);
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    long want = CPU_COUNT(&s) < online ? CPU_COUNT(&s) : online;
+    CHECK_EQ(abar__ncpu(), want);
+}
+
 /* A base above the bound is kept as it is, never doubled past it nor cut. */
 TEST(spin_budget_env_above_bound_kept)
 {
