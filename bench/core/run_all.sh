@@ -221,6 +221,7 @@ tables() {
     splitcheck()
     long("completion", "completion: ns per phase with a completion (emul: barrier, thread 0 runs it, barrier)")
     long("cpuburn", "cpuburn: CPU ns (user+sys) burnt by a thread waiting 10 ms for a late arrival")
+    long("jitter", "jitter: lat with one thread 100 us late every 256 phases, ns per phase (absorbed: lat + 390)")
   }' "$1"
 }
 {
