@@ -11,7 +11,9 @@
 # then run `bash DIR/run.sh OUT` there.  Rows go to OUT/{shm,tcp,tcp2,hier,fail}.txt.
 # Env: NPS (rank counts, default "2 4 8"), HIER ("ranks threads" pairs),
 # OVERSUB=--oversubscribe where the machine has fewer CPUs than ranks,
-# NOFAIL=1 skips the rank-failure runs.  docs/mpi.md says what the TCP runs emulate.
+# NOFAIL=1 skips the rank-failure runs, NONETNS=1 the two-host runs of
+# DIR/netns_run.sh (staged beside run.sh, if it is).  docs/mpi.md says what
+# the TCP and namespace runs emulate.
 set -u
 D=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-/tmp/out}; Q=${2:-}
@@ -50,4 +52,9 @@ done > "$OUT/tcp.txt" 2>&1
   done; } > "$OUT/hier.txt" 2>&1
 [ -n "${NOFAIL:-}" ] || { for e in shm p2p; do echo "=== rank failure np=3 $e"; timeout 60 $R -n 3 --enable-recovery $B/mpi_rank_failure $e; done
   echo "=== rank failure np=3 p2p over tcp"; timeout 60 $R -n 3 --enable-recovery --mca btl tcp,self $B/mpi_rank_failure p2p; } > "$OUT/fail.txt" 2>&1
+# two hosts in network namespaces (netns_run.sh beside this script; root)
+if [ -f "$D/netns_run.sh" ] && [ -z "${NONETNS:-}" ]; then
+  MPIRUN=orterun NPS="${NPS}" ITERS=${IT_NETNS:-2000} bash "$D/netns_run.sh" "$B" "$OUT/netns" > "$OUT/netns.txt" 2>&1 ||
+    echo "netns_run.sh failed: $OUT/netns.txt" >> "$OUT/netns.txt"
+fi
 grep -h -E "^===|^lat (MPI_Barrier|abar_mpi\((shm|p2p|p2p,progress|shm,hier|p2p,hier)\) )|survivor|FAIL" "$OUT"/*.txt

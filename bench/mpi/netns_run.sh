@@ -12,15 +12,16 @@
 #   OUT     gets one file per run and summary.txt
 # Env: DELAYS (one-way delays in µs, default "0 25"), NPS (ranks, split
 # evenly over the two hosts, default "2 4"), ITERS (default 2000), REPS (3),
-# NOFAIL=1 skips the rank-failure runs.  Needs root (namespaces, netem),
-# ip, unshare, tc and Open MPI's mpirun.  docs/mpi.md says what this does
+# NOFAIL=1 skips the rank-failure runs, MPIRUN names Open MPI's launcher
+# (default mpirun).  Needs root (namespaces, netem), ip, unshare, tc.  docs/mpi.md says what this does
 # and does not emulate.
 set -u
 BIN=$(cd "${1:?usage: netns_run.sh BINDIR OUT}" && pwd)
 OUT=${2:?usage: netns_run.sh BINDIR OUT}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-for c in ip unshare tc mpirun; do
+MPIRUN=${MPIRUN:-mpirun}
+for c in ip unshare tc taskset "$MPIRUN"; do
   command -v $c >/dev/null || { echo "netns_run.sh: $c not found" >&2; exit 2; }
 done
 [ "$(id -u)" = 0 ] || { echo "netns_run.sh: needs root (network namespaces)" >&2; exit 2; }
@@ -70,14 +71,14 @@ setdelay() { # one-way delay in µs on both ends (0: none)
 run() { # ranks, then the program and its arguments
   local np=$1; shift
   printf '%s slots=%d\n%s slots=%d\n' "$HA" $(( (np + 1) / 2 )) "$HB" $(( (np + 1) / 2 )) > "$W/hostfile"
-  "$W/onhost" "$HA" timeout 300 mpirun --allow-run-as-root --oversubscribe --bind-to none \
+  "$W/onhost" "$HA" timeout 300 "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none \
     --hostfile "$W/hostfile" --map-by node -n "$np" \
     --mca plm_rsh_agent "$W/agent" --mca oob_tcp_if_include 10.77.0.0/24 \
     --mca btl_tcp_if_include 10.77.0.0/24 --mca btl tcp,vader,self "$@"
 }
 
 {
-  echo "# $(nproc) CPUs, $(uname -r); $(mpirun --version 2>&1 | head -1)"
+  echo "# $(nproc) CPUs, $(uname -r); $("$MPIRUN" --version 2>&1 | head -1)"
   echo "# hosts $HA (10.77.0.1, CPUs $CA) and $HB (10.77.0.2, CPUs $CB), network namespaces joined by a veth pair"
   run 2 hostname | sort | uniq -c | sed 's/^/# ranks on: /'
 } > "$OUT/summary.txt"
