@@ -1,5 +1,6 @@
 /* test_ring.c - producer/consumer rings: hand-off, counts, misuse, cancel, time. */
 #include "harness.h"
+#include "ring_internal.h" /* white box: the poll budget */
 #include <abar_ring.h>
 #include <pthread.h>
 #include <sched.h>
@@ -100,6 +101,23 @@ static void run_stream(uint32_t stages, uint32_t P, uint32_t C, long items, unsi
     CHECK_EQ(atomic_load(&s.seen), (long)C * items);
     CHECK_EQ(abar_ring_destroy(&s.ring), 0);
     free(s.buf);
+}
+
+/* White box: a ring whose threads outnumber the CPUs the process may run on
+ * (the main thread's affinity mask, at most the online CPUs) polls only
+ * RING_CROWDED_NS before it parks (ring.c); under `taskset -c 0` (CTest
+ * test_ring_1cpu) a ring of one producer and one consumer is crowded. */
+TEST(crowded_counts_the_process_cpus)
+{
+    unsetenv("ABAR_SPIN_NS");
+    cpu_set_t set;
+    CHECK_EQ(sched_getaffinity(getpid(), sizeof set, &set), 0);
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    long cpus = CPU_COUNT(&set) < online ? CPU_COUNT(&set) : online;
+    abar_ring_t r;
+    CHECK_EQ(abar_ring_init(&r, 2, 1, 1, NULL), 0);
+    CHECK_EQ(rimpl(&r)->spin_ns, 2 > cpus ? RING_CROWDED_NS : RING_SPIN_NS);
+    CHECK_EQ(abar_ring_destroy(&r), 0);
 }
 
 TEST(spsc_stream) { run_stream(4, 1, 1, 50000, 0, 0); }
