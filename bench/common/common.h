@@ -63,6 +63,18 @@ static inline void cpu_relax(void)
 #endif
 }
 
+/* The jitter scenario (abar-bench, abar-bench-omp): every JITTER_EVERY-th
+ * phase one thread, each in turn, is JITTER_NS late, busy (as a vCPU its
+ * host preempts). */
+#define JITTER_EVERY 256u
+#define JITTER_NS 100000u
+
+static inline void busy_ns(uint64_t ns)
+{
+    const uint64_t end = now_ns() + ns;
+    while (now_ns() < end) cpu_relax();
+}
+
 static inline void die(const char *what, int err)
 {
     fprintf(stderr, "abar-bench: %s: %s\n", what, strerror(err));

@@ -209,15 +209,6 @@ static inline void pp_await(_Atomic uint64_t *line, uint64_t v, int pause)
         if (pause) cpu_relax();
 }
 
-#define JITTER_EVERY 256u
-#define JITTER_NS 100000u
-
-static void busy_ns(uint64_t ns)
-{
-    const uint64_t end = now_ns() + ns;
-    while (now_ns() < end) cpu_relax();
-}
-
 static void *worker(void *p)
 {
     struct targ *a = p;
@@ -408,7 +399,8 @@ static void scen_lat(const bopts_t *o)
 }
 
 /* A noisy host: the latency loop with one thread JITTER_NS late every
- * JITTER_EVERY phases (each thread in turn).  A barrier that absorbs the
+ * JITTER_EVERY phases (each thread in turn; common.h; abar-bench-omp runs
+ * the same for the OpenMP barriers).  A barrier that absorbs the
  * hiccup costs the lat row plus JITTER_NS / JITTER_EVERY (390 ns) a
  * phase; one whose waiters park on it pays their wake-ups as well. */
 static void scen_jitter(const bopts_t *o)

@@ -18,9 +18,9 @@
 #error "build with -DOMP_IMPL_NAME=\"omp-gomp\" or \"omp-llvm\""
 #endif
 
-#define SCENARIOS "lat,oversub,split,completion,cpuburn"
+#define SCENARIOS "lat,oversub,split,completion,cpuburn,jitter"
 
-enum mode { M_LAT, M_JOINED, M_COMPL, M_BURN };
+enum mode { M_LAT, M_JOINED, M_COMPL, M_BURN, M_JITTER };
 
 #define PSUM_DATA 4096
 static uint64_t psum_data[PSUM_DATA];
@@ -68,6 +68,11 @@ static void team(int mode, unsigned T, int pinned, rctl_t *rc, uint64_t witers, 
             break;
         case M_JOINED:
             RCTL_LOOP(rc, tid, (omp_bar(), work_spin(witers)));
+            break;
+        case M_JITTER: /* as abar-bench's jitter scenario */
+            RCTL_LOOP(rc, tid, (++gk % JITTER_EVERY == 0 && gk / JITTER_EVERY % T == tid ? busy_ns(JITTER_NS)
+                                                                                      : (void)0,
+                                omp_bar()));
             break;
         case M_COMPL: {
             uint64_t *slot = &g.smem[tid * 8];
@@ -152,6 +157,13 @@ int main(int argc, char **argv)
         rctl_init(&rc, 0, 1, 1, 1);
         team(M_BURN, 2, bench_ncpus >= 2, &rc, 0, 0, o.burn_reps);
         row("cpuburn", OMP_IMPL_NAME, 2, "wait10ms", stats_of(g.burn, o.burn_reps), o.burn_reps, "cpu_ns", "");
+    }
+    if (scen_on(&o, "jitter")) {
+        static const unsigned Ts[] = {2, 4, 8, 16};
+        char param[32];
+        snprintf(param, sizeof param, "%uus/%u", JITTER_NS / 1000, JITTER_EVERY);
+        for (unsigned k = 0; k < sizeof Ts / sizeof Ts[0] && Ts[k] <= o.max_threads; k++)
+            measure("jitter", Ts[k], 1, &o, o.cap_ns, M_JITTER, 0, param);
     }
     if (scen_on(&o, "oversub"))
         for (unsigned f = 2; f <= 4; f += 2)
