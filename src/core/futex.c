@@ -60,16 +60,19 @@ uint64_t abar__spin_budget(const struct abar_impl *b, unsigned factor)
     return v < ABAR__SPIN_MAX_NS ? v : ABAR__SPIN_MAX_NS;
 }
 
-/* A waiter is about to set PARKED at time `now` (block()). */
-void abar__spin_parking(struct abar_impl *b, uint64_t now)
+/* A waiter is about to set PARKED (block()).  A barrier told to park at
+ * once has no budget to adapt: nothing to note (nor to learn below). */
+void abar__spin_parking(struct abar_impl *b)
 {
-    atomic_store_explicit(&b->parked_at, now, memory_order_relaxed);
+    if (b->flags & ABAR_WAIT_PARK) return;
+    atomic_store_explicit(&b->parked_at, abar__now_ns(), memory_order_relaxed);
 }
 
 /* A completer is about to wake the sleepers of a phase (abar__publish,
  * before the release: the barrier may be freed after it). */
 void abar__spin_learn(struct abar_impl *b)
 {
+    if (b->flags & ABAR_WAIT_PARK) return;
     const uint64_t at = atomic_load_explicit(&b->parked_at, memory_order_relaxed);
     const uint32_t s = atomic_load_explicit(&b->spin_shift, memory_order_relaxed);
     uint32_t n = 0;

@@ -172,7 +172,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
          * CAS replaces, so it sees it and wakes us (no lost wake-up).  The
          * first to park notes when, for the completer's abar__spin_learn. */
         if (!(s & ST_PARKED)) {
-            if (!(b->flags & ABAR_WAIT_PARK)) abar__spin_parking(b, abar__now_ns());
+            abar__spin_parking(b);
             if (!atomic_compare_exchange_weak_explicit(&b->state, &s, s | ST_PARKED,
                                                        memory_order_acq_rel, memory_order_acquire))
                 continue;
