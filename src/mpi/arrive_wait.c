@@ -11,7 +11,7 @@
  * directly, under the lock that also orders the release. */
 static abar_token_t arrive_flat(struct mpi_impl *m)
 {
-    pthread_mutex_lock(&m->lock);
+    lock_hot(m);
     /* our previous phase may be done in MPI by now */
     if (m->stage != ST_IDLE) abar_mpi__progress_locked(m);
     /* Under the lock with nothing in flight, release cannot move: its
@@ -23,9 +23,55 @@ static abar_token_t arrive_flat(struct mpi_impl *m)
     return t;
 }
 
+/* SHM, direct: the thread arrives on the node's shared barrier itself,
+ * which counts every thread of every rank. */
+static abar_token_t arrive_direct(struct mpi_impl *m)
+{
+    /* relaxed: a cancel that happens before this call is seen (coherence);
+     * one racing with it may go either way, as in the core */
+    if (atomic_load_explicit(&m->cancelled, memory_order_relaxed)) return tok_err(ECANCELED);
+    /* relaxed: read only by destroy, after every caller has left (`inside`) */
+    atomic_fetch_add_explicit(&m->arrivals, 1, memory_order_relaxed);
+    return abar_arrive(&m->seg->gather);
+}
+
+/* SHM, direct: waits on the shared barrier, in slices of SHM_POLL_NS so that
+ * a local cancel (which cannot touch the shared barrier: the other ranks
+ * still use it) is seen within one slice. */
+static int wait_direct(struct mpi_impl *m, abar_token_t t, const struct timespec *abstime, bool test)
+{
+    abar_t *g = &m->seg->gather;
+    const uint64_t deadline = abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec
+                                      : UINT64_MAX;
+    for (;;) {
+        if (atomic_load_explicit(&m->cancelled, memory_order_relaxed)) {
+            int r = abar_test(g, t); /* a phase completed here still says 0 */
+            return r == EBUSY ? ECANCELED : r;
+        }
+        if (test) {
+            int r = abar_test(g, t);
+            /* oversubscribed: a caller polling test in a loop would hold
+             * the CPU that a late thread needs */
+            if (r == EBUSY && m->oversub) sched_yield();
+            return r;
+        }
+        const uint64_t now = now_ns();
+        if (now >= deadline) {
+            int r = abar_test(g, t);
+            return r == EBUSY ? ETIMEDOUT : r;
+        }
+        const uint64_t until = deadline - now < SHM_POLL_NS ? deadline : now + SHM_POLL_NS;
+        const struct timespec ts = { .tv_sec = (time_t)(until / 1000000000u),
+                                     .tv_nsec = (long)(until % 1000000000u) };
+        int r = abar_wait_until(g, t, &ts);
+        if (r != ETIMEDOUT) return r;
+    }
+}
+
 /* Registered in `inside` by the caller. */
 static abar_token_t arrive_impl(struct mpi_impl *m)
 {
+    if (m->direct) return arrive_direct(m);
     if (m->threads == 1) return arrive_flat(m);
     abar_token_t t;
     for (int tries = 0;; tries++) {
@@ -38,8 +84,11 @@ static abar_token_t arrive_impl(struct mpi_impl *m)
         if (lp < p1) {
             /* The phase is released, but its last local arriver has not yet
              * left local's completion (abar_mpi__post), so local still refuses
-             * arrivals: it is a few instructions from done. */
-            sched_yield();
+             * arrivals: it is a few instructions from done.  Spin first (a
+             * yield is a system call, longer than that); yield once the
+             * completer seems to have lost its CPU. */
+            if (tries < 256 && !m->oversub) cpu_relax();
+            else sched_yield();
             continue;
         }
         /* Our previous phase is still in flight here: it may be done in MPI. */
@@ -103,7 +152,7 @@ static int drive(struct mpi_impl *m, abar_token_t t, const struct timespec *abst
         if (atomic_compare_exchange_strong_explicit(&m->driving, &no, 1, memory_order_acquire,
                                                     memory_order_relaxed)) {
             for (unsigned i = 1;; i++) {
-                pthread_mutex_lock(&m->lock);
+                lock_hot(m);
                 abar_mpi__progress_locked(m);
                 bool idle = m->stage == ST_IDLE;
                 pthread_mutex_unlock(&m->lock);
@@ -147,6 +196,7 @@ static int drive(struct mpi_impl *m, abar_token_t t, const struct timespec *abst
 /* Registered in `inside` by the caller. */
 static int wait_impl(struct mpi_impl *m, abar_token_t t, const struct timespec *abstime, bool test)
 {
+    if (m->direct) return wait_direct(m, t, abstime, test);
     int r = abar_test(&m->release, t); /* 0, EBUSY, or the token's error */
     /* from its own completion a wait would never end (test just says EBUSY, as in the core) */
     if (r == EBUSY && !test && abar_mpi__completing == m) r = EDEADLK;
@@ -225,5 +275,6 @@ int abar_mpi_cancel(abar_mpi_t *b)
 uint64_t abar_mpi_phase(const abar_mpi_t *b)
 {
     struct mpi_impl *m = live(b);
-    return m ? abar_phase(&m->release) : 0;
+    if (m == NULL) return 0;
+    return abar_phase(m->direct ? &m->seg->gather : &m->release);
 }

@@ -57,7 +57,7 @@ int abar_mpi__shm_poll(struct mpi_impl *m)
  * flight can be finished by a poll, or the deadline passes. */
 void abar_mpi__shm_block(struct mpi_impl *m, uint64_t deadline)
 {
-    pthread_mutex_lock(&m->lock);
+    lock_hot(m);
     bool waiting = m->stage != ST_IDLE;
     bool on_rel = m->completion && m->rank != m->root;
     abar_token_t t = on_rel ? m->rtok : m->gtok;
@@ -78,11 +78,22 @@ void abar_mpi__shm_try(struct mpi_impl *m)
     if (MPI_Comm_split_type(m->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
         return; /* collective: fails alike everywhere */
     MPI_Comm_size(node, &nsize);
+    /* Direct when no completion and some rank runs several threads: the
+     * shared barrier then counts every thread of every rank (arrive_wait.c).
+     * Collective, so every rank takes the same path. */
+    unsigned long mine = m->threads, most = 0, total = 0;
+    if (MPI_Allreduce(&mine, &most, 1, MPI_UNSIGNED_LONG, MPI_MAX, m->comm) != MPI_SUCCESS ||
+        MPI_Allreduce(&mine, &total, 1, MPI_UNSIGNED_LONG, MPI_SUM, m->comm) != MPI_SUCCESS) {
+        MPI_Comm_free(&node); /* collective: fails alike everywhere */
+        return;
+    }
+    const bool direct = m->completion == NULL && most > 1;
+    const unsigned long expected = direct ? total : (unsigned long)m->size;
     /* + 64: the segment is placed at the first 64-byte boundary of rank 0's
      * memory (the mapping is page-aligned in every process, so the offset is
      * the same everywhere) */
     MPI_Aint bytes = (MPI_Aint)(sizeof(struct shm_seg) + m->result_size + 64);
-    if ((size_t)m->size > ABAR_EXPECTED_MAX) {
+    if (expected > ABAR_EXPECTED_MAX) {
         MPI_Comm_free(&node);
         return;
     }
@@ -107,7 +118,7 @@ void abar_mpi__shm_try(struct mpi_impl *m)
         if (m->rank == 0) {
             /* the wait flags of attr apply to the shared waits too */
             abar_attr_t sa = { .flags = ABAR_PSHARED | m->wait_flags };
-            good = abar_init(&m->seg->gather, (uint32_t)m->size, &sa) == 0 &&
+            good = abar_init(&m->seg->gather, (uint32_t)expected, &sa) == 0 &&
                    abar_init(&m->seg->rel, 1, &sa) == 0;
             atomic_init(&m->seg->cancel_mark, 0);
         }
@@ -121,6 +132,7 @@ void abar_mpi__shm_try(struct mpi_impl *m)
         }
         MPI_Barrier(m->comm); /* the segment is initialised before anyone arrives */
         m->engine = ENG_SHM;
+        m->direct = direct;
     }
     MPI_Comm_free(&node);
 }

@@ -274,6 +274,10 @@ int abar_mpi_destroy(abar_mpi_t *b)
     pthread_mutex_lock(&m->lock);
     bool in_flight = m->stage != ST_IDLE;
     pthread_mutex_unlock(&m->lock);
+    /* direct: this rank's threads arrived in the open phase (more arrivals
+     * than the completed phases took) */
+    if (m->direct)
+        in_flight = atomic_load(&m->arrivals) > (uint64_t)m->threads * abar_phase(&m->seg->gather);
     /* A phase in flight (this rank arrived, the others may not have) would
      * leave peers hanging: cancel first if that is what you mean. */
     if (in_flight && !atomic_load(&m->cancelled) && !atomic_load(&m->err)) return EBUSY;
@@ -288,7 +292,9 @@ int abar_mpi_destroy(abar_mpi_t *b)
     }
     int fin = 1;
     MPI_Finalized(&fin);
-    if (!fin) {
+    /* direct: no MPI call is part of a phase, so none is left to finish
+     * (direct is the same on every rank: this skip is collective) */
+    if (!fin && !m->direct) {
         pthread_mutex_lock(&m->lock);
         drain(m);
         pthread_mutex_unlock(&m->lock);

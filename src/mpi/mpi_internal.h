@@ -27,6 +27,11 @@
  *             the ranks compute, and a waiting driver sleeps in the core's
  *             spin-then-futex wait.  Chosen at init unless ABAR_MPI_P2P or
  *             ABAR_MPI_IBARRIER.
+ *   SHM, direct  the same node, no completion, and some rank hierarchical:
+ *             the shared barrier expects every thread of every rank, and
+ *             each thread arrives and waits on it itself (arrive_wait.c):
+ *             no local or release barrier, no mutex, no driver.  Tokens
+ *             are the shared barrier's.
  * Every message carries nonce + phase (8 bytes; the nonce is drawn at init
  * and agreed by all ranks): a message left over from a cancelled phase of an
  * earlier barrier, which MPI may deliver to a new communicator that reuses
@@ -45,6 +50,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -60,6 +66,7 @@
                                     before it parks (not when oversubscribed) */
 #define OVERSUB_POLL_US 50u      /* oversubscribed progress thread: poll period in a phase */
 #define OVERSUB_IDLE_US 1000u    /* ... and its longest sleep between phases */
+#define LOCK_SPIN 1024u         /* lock_hot: tries before sleeping on the mutex */
 #define WORD_CANCELLED (UINT64_C(1) << 62) /* tree: the root cancelled this phase */
 
 enum engine { ENG_DISSEM, ENG_IBARRIER, ENG_TREE, ENG_SHM };
@@ -119,6 +126,8 @@ struct mpi_impl {
     MPI_Win win;
     struct shm_seg *seg;
     abar_token_t gtok, rtok;   /* this rank's tokens of the phase in flight */
+    bool direct;               /* SHM, direct: every thread on seg->gather */
+    _Atomic uint64_t arrivals; /* direct: this rank's arrivals so far (destroy's EBUSY) */
     /* progress thread */
     bool has_thread, stop;
     bool parked;               /* the progress thread sleeps on kick */
@@ -184,6 +193,22 @@ static inline void cpu_relax(void)
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
+}
+
+/* Takes m->lock on a path that a phase waits for (an arrival's post, a
+ * driver's poll).  Every holder keeps it for a few MPI calls at most, so a
+ * thread that finds it taken tries again (yielding in between when the node
+ * is oversubscribed) before it sleeps on the mutex: one put to sleep comes
+ * back microseconds after the unlock, through a futex wake-up, and the
+ * whole phase waits for it. */
+static inline void lock_hot(struct mpi_impl *m)
+{
+    for (unsigned i = 0; i < LOCK_SPIN; i++) {
+        if (pthread_mutex_trylock(&m->lock) == 0) return;
+        if (m->oversub) sched_yield();
+        else for (int k = 0; k < 4; k++) cpu_relax();
+    }
+    pthread_mutex_lock(&m->lock);
 }
 
 /* progress.c */

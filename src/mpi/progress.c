@@ -97,7 +97,7 @@ void abar_mpi__post_locked(struct mpi_impl *m)
 void abar_mpi__post(void *arg)
 {
     struct mpi_impl *m = arg;
-    pthread_mutex_lock(&m->lock);
+    lock_hot(m);
     abar_mpi__post_locked(m);
     pthread_mutex_unlock(&m->lock);
 }

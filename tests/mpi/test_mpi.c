@@ -520,6 +520,81 @@ MTEST(hierarchical_dissemination) { run_hier(0, ABAR_MPI_P2P); }
 MTEST(hierarchical_tree_completion) { run_hier(1, ABAR_MPI_P2P); }
 MTEST(hierarchical_progress_thread) { run_hier(1, ABAR_MPI_P2P | ABAR_MPI_PROGRESS_THREAD); }
 
+/* Hierarchical, two threads a rank: a timeout, a cancel that wakes a
+ * blocked thread and refuses arrivals, and a destroy after a phase that
+ * only some threads of some rank joined.  On one node without a completion
+ * the threads arrive on the node's shared barrier themselves (the direct
+ * path, arrive_wait.c); with ABAR_MPI_P2P they go through the rank's local
+ * barrier and MPI. */
+struct hloop { abar_mpi_t *b; int phases, r; };
+static void *hier_loop(void *arg)
+{
+    struct hloop *h = arg;
+    h->r = 0;
+    for (int k = 0; k < h->phases && h->r == 0; k++) h->r = abar_mpi_arrive_and_wait(h->b);
+    return NULL;
+}
+
+static void run_hier_cancel(unsigned flags)
+{
+    abar_mpi_t b;
+    abar_mpi_attr_t a = attr0();
+    a.threads = 2;
+    a.flags = flags;
+    MCHECK_EQ(abar_mpi_init(&b, MPI_COMM_WORLD, &a), 0);
+    struct hloop h = { &b, 1, -1 };
+    pthread_t th;
+    MCHECK_EQ(pthread_create(&th, NULL, hier_loop, &h), 0);
+    MCHECK_EQ(abar_mpi_arrive_and_wait(&b), 0);
+    pthread_join(th, NULL);
+    MCHECK_EQ(h.r, 0);
+    MCHECK_EQ(abar_mpi_phase(&b), 1);
+    if (mrank == 0) {
+        /* one of this rank's two threads arrives in phase 1, the other never */
+        abar_token_t t = abar_mpi_arrive(&b);
+        MCHECK_EQ(abar_token_error(t), 0);
+        struct timespec d = mdeadline_ms(50);
+        double t0 = mnow();
+        MCHECK_EQ(abar_mpi_wait_until(&b, t, &d), ETIMEDOUT);
+        MCHECK(mnow() - t0 >= 0.049);
+        MCHECK_EQ(abar_mpi_test(&b, t), EBUSY);
+        /* a thread blocked in wait is woken by the cancel */
+        struct waiter w = { &b, t, -1 };
+        MCHECK_EQ(pthread_create(&th, NULL, wait_thread, &w), 0);
+        msleep_ms(100);
+        MCHECK_EQ(abar_mpi_destroy(&b), EBUSY); /* the thread is inside */
+        MCHECK_EQ(abar_mpi_cancel(&b), 0);
+        pthread_join(th, NULL);
+        MCHECK_EQ(w.r, ECANCELED);
+        MCHECK_EQ(abar_mpi_test(&b, t), ECANCELED);
+    } else {
+        /* both threads arrive; rank 0 never completes the phase */
+        abar_token_t t1 = abar_mpi_arrive(&b), t2 = abar_mpi_arrive(&b);
+        MCHECK_EQ(abar_token_error(t1), 0);
+        MCHECK_EQ(abar_token_error(t2), 0);
+        struct timespec d = mdeadline_ms(100);
+        MCHECK_EQ(abar_mpi_wait_until(&b, t1, &d), ETIMEDOUT);
+        MCHECK_EQ(abar_mpi_cancel(&b), 0);
+        MCHECK_EQ(abar_mpi_wait(&b, t1), ECANCELED);
+        MCHECK_EQ(abar_mpi_wait(&b, t2), ECANCELED);
+    }
+    MCHECK_EQ(abar_mpi_phase(&b), 1);
+    MCHECK_EQ(abar_token_error(abar_mpi_arrive(&b)), ECANCELED);
+    MCHECK_EQ(abar_mpi_destroy(&b), 0);
+    /* a fresh barrier on the same communicator works */
+    MCHECK_EQ(abar_mpi_init(&b, MPI_COMM_WORLD, &a), 0);
+    h = (struct hloop){ &b, 50, -1 };
+    MCHECK_EQ(pthread_create(&th, NULL, hier_loop, &h), 0);
+    for (int k = 0; k < 50; k++) MCHECK_EQ(abar_mpi_arrive_and_wait(&b), 0);
+    pthread_join(th, NULL);
+    MCHECK_EQ(h.r, 0);
+    MCHECK_EQ(abar_mpi_phase(&b), 50);
+    MCHECK_EQ(abar_mpi_destroy(&b), 0);
+}
+
+MTEST(hierarchical_cancel_shm) { run_hier_cancel(0); }
+MTEST(hierarchical_cancel_dissemination) { run_hier_cancel(ABAR_MPI_P2P); }
+
 /* ---- progress thread ------------------------------------------------------ */
 
 MTEST(progress_thread_completes_while_computing)
