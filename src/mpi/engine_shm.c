@@ -6,6 +6,7 @@
  */
 #include "mpi_internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int abar_mpi__shm_start(struct mpi_impl *m)
@@ -81,13 +82,20 @@ void abar_mpi__shm_try(struct mpi_impl *m)
     /* Direct when no completion and some rank runs several threads: the
      * shared barrier then counts every thread of every rank (arrive_wait.c).
      * Collective, so every rank takes the same path. */
+    /* Not when oversubscribed: there every thread of the node on one
+     * barrier costs more switches than a rank's threads on their own
+     * barrier and one arrival a rank (docs/mpi.md, Hierarchical mode).
+     * ABAR_MPI_DIRECT=1 or 0 (on any rank) says yes or no regardless. */
+    const char *env = getenv("ABAR_MPI_DIRECT");
     unsigned long mine = m->threads, most = 0, total = 0;
+    int v[3] = { m->oversub, env && env[0] == '1', env && env[0] == '0' }, any[3] = { 0, 0, 0 };
     if (MPI_Allreduce(&mine, &most, 1, MPI_UNSIGNED_LONG, MPI_MAX, m->comm) != MPI_SUCCESS ||
-        MPI_Allreduce(&mine, &total, 1, MPI_UNSIGNED_LONG, MPI_SUM, m->comm) != MPI_SUCCESS) {
+        MPI_Allreduce(&mine, &total, 1, MPI_UNSIGNED_LONG, MPI_SUM, m->comm) != MPI_SUCCESS ||
+        MPI_Allreduce(v, any, 3, MPI_INT, MPI_MAX, m->comm) != MPI_SUCCESS) {
         MPI_Comm_free(&node); /* collective: fails alike everywhere */
         return;
     }
-    const bool direct = m->completion == NULL && most > 1;
+    const bool direct = m->completion == NULL && most > 1 && !any[2] && (any[1] || !any[0]);
     const unsigned long expected = direct ? total : (unsigned long)m->size;
     /* + 64: the segment is placed at the first 64-byte boundary of rank 0's
      * memory (the mapping is page-aligned in every process, so the offset is

@@ -27,7 +27,8 @@
  *             the ranks compute, and a waiting driver sleeps in the core's
  *             spin-then-futex wait.  Chosen at init unless ABAR_MPI_P2P or
  *             ABAR_MPI_IBARRIER.
- *   SHM, direct  the same node, no completion, and some rank hierarchical:
+ *   SHM, direct  the same node, no completion, some rank hierarchical and
+ *             none oversubscribed (there the two levels switch less):
  *             the shared barrier expects every thread of every rank, and
  *             each thread arrives and waits on it itself (arrive_wait.c):
  *             no local or release barrier, no mutex, no driver.  Tokens
@@ -62,6 +63,8 @@
 #define TAG_DOWN 101               /* tree: [phase | result], parent -> child */
 #define POLL_NS  100000u           /* a blocked waiter retries the driver role this often */
 #define SHM_POLL_NS 1000000u       /* a driver asleep in the shared wait looks for a cancel */
+#define DIRECT_SPIN_NS 20000u      /* direct: a waiter polls the shared barrier this long
+                                      before it blocks in the core's wait */
 #define PROGRESS_SPIN_NS 1000000u /* the progress thread waits this long for the next phase
                                     before it parks (not when oversubscribed) */
 #define OVERSUB_POLL_US 50u      /* oversubscribed progress thread: poll period in a phase */
