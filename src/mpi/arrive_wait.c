@@ -35,31 +35,17 @@ static abar_token_t arrive_direct(struct mpi_impl *m)
     return abar_arrive(&m->seg->gather);
 }
 
-/* SHM, direct: waits on the shared barrier.  First it polls abar_test,
- * which reads the barrier's release words only: a waiter blocked in the
- * core's wait on a process-shared barrier registers itself on a line that
- * every waiter of the node writes, twice a phase.  Then it blocks there, in
- * slices of SHM_POLL_NS so that a local cancel (which cannot touch the
- * shared barrier: the other ranks still use it) is seen within one slice. */
+/* SHM, direct: waits on the shared barrier (the core's spin-then-futex
+ * wait, which polls the release words only), in slices of SHM_POLL_NS so
+ * that a local cancel (which cannot touch the shared barrier: the other
+ * ranks still use it) is seen within one slice.  (Polling abar_test
+ * instead, which also reads the state word that every arrival writes, was
+ * slower: docs/mpi.md.) */
 static int wait_direct(struct mpi_impl *m, abar_token_t t, const struct timespec *abstime, bool test)
 {
     abar_t *g = &m->seg->gather;
     const uint64_t deadline = abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec
                                       : UINT64_MAX;
-    if (!test && !m->oversub && !(m->wait_flags & ABAR_WAIT_PARK)) {
-        const uint64_t t0 = now_ns();
-        for (unsigned i = 1;; i++) {
-            int r = abar_test(g, t);
-            if (r != EBUSY) return r;
-            cpu_relax();
-            if (i % 64 == 0) {
-                const uint64_t now = now_ns();
-                if (now - t0 >= DIRECT_SPIN_NS || now >= deadline ||
-                    atomic_load_explicit(&m->cancelled, memory_order_relaxed))
-                    break;
-            }
-        }
-    }
     for (;;) {
         if (atomic_load_explicit(&m->cancelled, memory_order_relaxed)) {
             int r = abar_test(g, t); /* a phase completed here still says 0 */

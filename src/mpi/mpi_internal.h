@@ -51,7 +51,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -63,8 +62,6 @@
 #define TAG_DOWN 101               /* tree: [phase | result], parent -> child */
 #define POLL_NS  100000u           /* a blocked waiter retries the driver role this often */
 #define SHM_POLL_NS 1000000u       /* a driver asleep in the shared wait looks for a cancel */
-#define DIRECT_SPIN_NS 20000u      /* direct: a waiter polls the shared barrier this long
-                                      before it blocks in the core's wait */
 #define PROGRESS_SPIN_NS 1000000u /* the progress thread waits this long for the next phase
                                     before it parks (not when oversubscribed) */
 #define OVERSUB_POLL_US 50u      /* oversubscribed progress thread: poll period in a phase */
@@ -200,16 +197,15 @@ static inline void cpu_relax(void)
 
 /* Takes m->lock on a path that a phase waits for (an arrival's post, a
  * driver's poll).  Every holder keeps it for a few MPI calls at most, so a
- * thread that finds it taken tries again (yielding in between when the node
- * is oversubscribed) before it sleeps on the mutex: one put to sleep comes
- * back microseconds after the unlock, through a futex wake-up, and the
- * whole phase waits for it. */
+ * thread that finds it taken tries again before it sleeps on the mutex: one
+ * put to sleep comes back microseconds after the unlock, through a futex
+ * wake-up, and the whole phase waits for it.  Not on an oversubscribed
+ * node, where the holder may need this thread's CPU. */
 static inline void lock_hot(struct mpi_impl *m)
 {
-    for (unsigned i = 0; i < LOCK_SPIN; i++) {
+    for (unsigned i = 0; i < LOCK_SPIN && !m->oversub; i++) {
         if (pthread_mutex_trylock(&m->lock) == 0) return;
-        if (m->oversub) sched_yield();
-        else for (int k = 0; k < 4; k++) cpu_relax();
+        for (int k = 0; k < 4; k++) cpu_relax();
     }
     pthread_mutex_lock(&m->lock);
 }
