@@ -150,14 +150,15 @@ static int drive(struct mpi_impl *m, abar_token_t t, const struct timespec *abst
                                 : UINT64_MAX;
     for (;;) {
         int r, no = 0;
-        /* acquire/release on the role only orders the hand-over; the MPI state
-         * itself is guarded by m->lock. */
-        if (atomic_compare_exchange_strong_explicit(&m->driving, &no, 1, memory_order_acquire,
-                                                    memory_order_relaxed)) {
+        /* seq_cst: see the hand-back below; the MPI state itself is guarded
+         * by m->lock. */
+        if (atomic_compare_exchange_strong(&m->driving, &no, 1)) {
+            uint64_t seen = 0;
             for (unsigned i = 1;; i++) {
                 lock_hot(m);
                 abar_mpi__progress_locked(m);
                 bool idle = m->stage == ST_IDLE;
+                seen = atomic_load_explicit(&m->posts, memory_order_relaxed); /* under the lock */
                 pthread_mutex_unlock(&m->lock);
                 r = abar_test(&m->release, t);
                 if (r != EBUSY) {
@@ -187,7 +188,15 @@ static int drive(struct mpi_impl *m, abar_token_t t, const struct timespec *abst
                 }
                 if (m->oversub && i % 4 == 0) sched_yield();
             }
-            atomic_store_explicit(&m->driving, 0, memory_order_release);
+            /* Our rank's own threads had not all arrived: hand the role
+             * back and block.  The thread whose arrival posts the phase
+             * may have found the role taken and blocked too, for POLL_NS,
+             * with nobody driving: so look at the post counter once more.
+             * seq_cst (this store and load, the post's increment, the CAS
+             * above): either that thread's CAS, after its post, finds the
+             * role free, or this load sees its post and we drive. */
+            atomic_store(&m->driving, 0);
+            if (atomic_load(&m->posts) != seen) continue;
         }
         uint64_t now = now_ns();
         if (now >= deadline) return ETIMEDOUT;

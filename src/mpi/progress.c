@@ -88,8 +88,9 @@ void abar_mpi__post_locked(struct mpi_impl *m)
         /* the round-0 message may be here already (shared memory needs no
          * push: its poll is left to the wait, off the arrive's path) */
         else if (m->engine != ENG_SHM && !m->unstarted) abar_mpi__progress_locked(m);
-        /* the progress thread spins on posts between phases, or parks */
-        atomic_fetch_add_explicit(&m->posts, 1, memory_order_relaxed);
+        /* the progress thread spins on posts between phases, or parks;
+         * seq_cst: a driver handing its role back reads it (drive()) */
+        atomic_fetch_add(&m->posts, 1);
         if (m->parked) pthread_cond_signal(&m->kick);
     }
 }
