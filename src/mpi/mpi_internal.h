@@ -60,7 +60,9 @@
 #define KNOWN_FLAGS (ABAR_MPI_PROGRESS_THREAD | ABAR_MPI_IBARRIER | ABAR_MPI_P2P | ABAR_WAIT_SPIN | ABAR_WAIT_PARK)
 #define TAG_UP   100               /* tree: arrival of a subtree, child -> parent */
 #define TAG_DOWN 101               /* tree: [phase | result], parent -> child */
-#define POLL_NS  100000u           /* a blocked waiter retries the driver role this often */
+#define POLL_NS  1000000u          /* a blocked waiter retries the driver role this often
+                                      (100 µs made hierarchical phases on messages 10x
+                                      slower on the 16-core host: docs/mpi.md) */
 #define SHM_POLL_NS 1000000u       /* a driver asleep in the shared wait looks for a cancel */
 #define PROGRESS_SPIN_NS 1000000u /* the progress thread waits this long for the next phase
                                     before it parks (not when oversubscribed) */
