@@ -143,7 +143,8 @@ static int wait_release(struct mpi_impl *m, abar_token_t t, uint64_t until)
 }
 
 /* Waits for t, polling MPI while this thread holds the driver role, else
- * blocking on the release barrier and retrying the role every POLL_NS. */
+ * blocking on the release barrier and retrying the role every POLL_NS
+ * (POLL_NS_OVERSUB). */
 static int drive(struct mpi_impl *m, abar_token_t t, const struct timespec *abstime)
 {
     uint64_t deadline = abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec
@@ -200,7 +201,8 @@ static int drive(struct mpi_impl *m, abar_token_t t, const struct timespec *abst
         }
         uint64_t now = now_ns();
         if (now >= deadline) return ETIMEDOUT;
-        r = wait_release(m, t, deadline - now < POLL_NS ? deadline : now + POLL_NS);
+        const uint64_t poll = m->oversub ? POLL_NS_OVERSUB : POLL_NS;
+        r = wait_release(m, t, deadline - now < poll ? deadline : now + poll);
         if (r != ETIMEDOUT) return r;
     }
 }

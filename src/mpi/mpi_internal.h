@@ -62,7 +62,9 @@
 #define TAG_DOWN 101               /* tree: [phase | result], parent -> child */
 #define POLL_NS  1000000u          /* a blocked waiter retries the driver role this often
                                       (100 µs made hierarchical phases on messages 10x
-                                      slower on the 16-core host: docs/mpi.md) */
+                                      slower on the 16-core host: docs/mpi.md) ... */
+#define POLL_NS_OVERSUB 100000u    /* ... but this often on an oversubscribed node, where
+                                      1 ms measured up to 2x slower */
 #define SHM_POLL_NS 1000000u       /* a driver asleep in the shared wait looks for a cancel */
 #define PROGRESS_SPIN_NS 1000000u /* the progress thread waits this long for the next phase
                                     before it parks (not when oversubscribed) */
