@@ -382,6 +382,20 @@ static void *wait_thread(void *arg)
     return NULL;
 }
 
+/* A thread blocked in wait on t (this rank's phase cannot complete) keeps
+ * destroy at EBUSY and is woken by the cancel with ECANCELED. */
+static void cancel_wakes_waiter(abar_mpi_t *b, abar_token_t t)
+{
+    struct waiter w = { b, t, -1 };
+    pthread_t th;
+    MCHECK_EQ(pthread_create(&th, NULL, wait_thread, &w), 0);
+    msleep_ms(100);
+    MCHECK_EQ(abar_mpi_destroy(b), EBUSY); /* the thread is inside */
+    MCHECK_EQ(abar_mpi_cancel(b), 0);
+    pthread_join(th, NULL);
+    MCHECK_EQ(w.r, ECANCELED);
+}
+
 static void run_cancel(int with_completion, unsigned flags)
 {
     abar_mpi_t b;
@@ -401,16 +415,9 @@ static void run_cancel(int with_completion, unsigned flags)
         MCHECK_EQ(abar_mpi_cancel(&b), 0);              /* idempotent */
         MCHECK_EQ(abar_token_error(abar_mpi_arrive(&b)), ECANCELED);
     } else if (mrank == 0) {
-        /* a thread blocked in wait is woken by the cancel */
-        struct waiter w = { &b, abar_mpi_arrive(&b), -1 };
-        pthread_t th;
-        MCHECK_EQ(pthread_create(&th, NULL, wait_thread, &w), 0);
-        msleep_ms(100);
-        MCHECK_EQ(abar_mpi_destroy(&b), EBUSY);          /* the thread is inside */
-        MCHECK_EQ(abar_mpi_cancel(&b), 0);
-        pthread_join(th, NULL);
-        MCHECK_EQ(w.r, ECANCELED);
-        MCHECK_EQ(abar_mpi_wait(&b, w.t), ECANCELED);
+        abar_token_t t = abar_mpi_arrive(&b);
+        cancel_wakes_waiter(&b, t);
+        MCHECK_EQ(abar_mpi_wait(&b, t), ECANCELED);
     } else {
         abar_token_t t = abar_mpi_arrive(&b);
         struct timespec d = mdeadline_ms(100);
@@ -568,14 +575,7 @@ static void run_hier_cancel(unsigned flags)
         MCHECK_EQ(abar_mpi_wait_until(&b, t, &d), ETIMEDOUT);
         MCHECK(mnow() - t0 >= 0.049);
         MCHECK_EQ(abar_mpi_test(&b, t), EBUSY);
-        /* a thread blocked in wait is woken by the cancel */
-        struct waiter w = { &b, t, -1 };
-        MCHECK_EQ(pthread_create(&th, NULL, wait_thread, &w), 0);
-        msleep_ms(100);
-        MCHECK_EQ(abar_mpi_destroy(&b), EBUSY); /* the thread is inside */
-        MCHECK_EQ(abar_mpi_cancel(&b), 0);
-        pthread_join(th, NULL);
-        MCHECK_EQ(w.r, ECANCELED);
+        cancel_wakes_waiter(&b, t);
         MCHECK_EQ(abar_mpi_test(&b, t), ECANCELED);
     } else {
         /* both threads arrive; rank 0 never completes the phase */
