@@ -23,58 +23,10 @@ static abar_token_t arrive_flat(struct mpi_impl *m)
     return t;
 }
 
-/* SHM, direct: the thread arrives on the node's shared barrier itself,
- * which counts every thread of every rank. */
-static abar_token_t arrive_direct(struct mpi_impl *m)
-{
-    /* relaxed: a cancel that happens before this call is seen (coherence);
-     * one racing with it may go either way, as in the core */
-    if (atomic_load_explicit(&m->cancelled, memory_order_relaxed)) return tok_err(ECANCELED);
-    /* relaxed: read only by destroy, after every caller has left (`inside`) */
-    atomic_fetch_add_explicit(&m->arrivals, 1, memory_order_relaxed);
-    return abar_arrive(&m->seg->gather);
-}
-
-/* SHM, direct: waits on the shared barrier (the core's spin-then-futex
- * wait, which polls the release words only), in slices of SHM_POLL_NS so
- * that a local cancel (which cannot touch the shared barrier: the other
- * ranks still use it) is seen within one slice.  (Polling abar_test
- * instead, which also reads the state word that every arrival writes, was
- * slower: docs/mpi.md.) */
-static int wait_direct(struct mpi_impl *m, abar_token_t t, const struct timespec *abstime, bool test)
-{
-    abar_t *g = &m->seg->gather;
-    const uint64_t deadline = abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec
-                                      : UINT64_MAX;
-    for (;;) {
-        if (atomic_load_explicit(&m->cancelled, memory_order_relaxed)) {
-            int r = abar_test(g, t); /* a phase completed here still says 0 */
-            return r == EBUSY ? ECANCELED : r;
-        }
-        if (test) {
-            int r = abar_test(g, t);
-            /* oversubscribed: a caller polling test in a loop would hold
-             * the CPU that a late thread needs */
-            if (r == EBUSY && m->oversub) sched_yield();
-            return r;
-        }
-        const uint64_t now = now_ns();
-        if (now >= deadline) {
-            int r = abar_test(g, t);
-            return r == EBUSY ? ETIMEDOUT : r;
-        }
-        const uint64_t until = deadline - now < SHM_POLL_NS ? deadline : now + SHM_POLL_NS;
-        const struct timespec ts = { .tv_sec = (time_t)(until / 1000000000u),
-                                     .tv_nsec = (long)(until % 1000000000u) };
-        int r = abar_wait_until(g, t, &ts);
-        if (r != ETIMEDOUT) return r;
-    }
-}
-
 /* Registered in `inside` by the caller. */
 static abar_token_t arrive_impl(struct mpi_impl *m)
 {
-    if (m->direct) return arrive_direct(m);
+    if (m->direct) return abar_mpi__shm_arrive_direct(m);
     if (m->threads == 1) return arrive_flat(m);
     abar_token_t t;
     for (int tries = 0;; tries++) {
@@ -210,7 +162,7 @@ static int drive(struct mpi_impl *m, abar_token_t t, const struct timespec *abst
 /* Registered in `inside` by the caller. */
 static int wait_impl(struct mpi_impl *m, abar_token_t t, const struct timespec *abstime, bool test)
 {
-    if (m->direct) return wait_direct(m, t, abstime, test);
+    if (m->direct) return abar_mpi__shm_wait_direct(m, t, abstime, test);
     int r = abar_test(&m->release, t); /* 0, EBUSY, or the token's error */
     /* from its own completion a wait would never end (test just says EBUSY, as in the core) */
     if (r == EBUSY && !test && abar_mpi__completing == m) r = EDEADLK;

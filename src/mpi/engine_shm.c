@@ -2,10 +2,14 @@
  * engine_shm.c - every rank on one node (with or without a completion): a
  * process-shared core barrier (expected = ranks) in an MPI shared-memory
  * window, plus one (expected 1) through which the root releases after the
- * completion.  No MPI call finishes a phase.
+ * completion.  No MPI call finishes a phase.  In the direct hierarchical
+ * way the shared barrier counts every thread of every rank instead, and the
+ * threads arrive and wait on it themselves (abar_mpi__shm_arrive_direct,
+ * abar_mpi__shm_wait_direct).
  */
 #include "mpi_internal.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,6 +74,54 @@ void abar_mpi__shm_block(struct mpi_impl *m, uint64_t deadline)
     (void)abar_wait_until(bar, t, &ts);
 }
 
+/* SHM, direct: the thread arrives on the node's shared barrier itself,
+ * which counts every thread of every rank. */
+abar_token_t abar_mpi__shm_arrive_direct(struct mpi_impl *m)
+{
+    /* relaxed: a cancel that happens before this call is seen (coherence);
+     * one racing with it may go either way, as in the core */
+    if (atomic_load_explicit(&m->cancelled, memory_order_relaxed)) return tok_err(ECANCELED);
+    /* relaxed: read only by destroy, after every caller has left (`inside`) */
+    atomic_fetch_add_explicit(&m->arrivals, 1, memory_order_relaxed);
+    return abar_arrive(&m->seg->gather);
+}
+
+/* SHM, direct: waits on the shared barrier (the core's spin-then-futex
+ * wait, which polls the release words only), in slices of SHM_POLL_NS so
+ * that a local cancel (which cannot touch the shared barrier: the other
+ * ranks still use it) is seen within one slice.  (Polling abar_test
+ * instead, which also reads the state word that every arrival writes, was
+ * slower: docs/mpi.md.) */
+int abar_mpi__shm_wait_direct(struct mpi_impl *m, abar_token_t t, const struct timespec *abstime, bool test)
+{
+    abar_t *g = &m->seg->gather;
+    const uint64_t deadline = abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec
+                                      : UINT64_MAX;
+    for (;;) {
+        if (atomic_load_explicit(&m->cancelled, memory_order_relaxed)) {
+            int r = abar_test(g, t); /* a phase completed here still says 0 */
+            return r == EBUSY ? ECANCELED : r;
+        }
+        if (test) {
+            int r = abar_test(g, t);
+            /* oversubscribed: a caller polling test in a loop would hold
+             * the CPU that a late thread needs */
+            if (r == EBUSY && m->oversub) sched_yield();
+            return r;
+        }
+        const uint64_t now = now_ns();
+        if (now >= deadline) {
+            int r = abar_test(g, t);
+            return r == EBUSY ? ETIMEDOUT : r;
+        }
+        const uint64_t until = deadline - now < SHM_POLL_NS ? deadline : now + SHM_POLL_NS;
+        const struct timespec ts = { .tv_sec = (time_t)(until / 1000000000u),
+                                     .tv_nsec = (long)(until % 1000000000u) };
+        int r = abar_wait_until(g, t, &ts);
+        if (r != ETIMEDOUT) return r;
+    }
+}
+
 /* Collective: switches to ENG_SHM if every rank of the communicator shares
  * this node and the shared window can be made everywhere. */
 void abar_mpi__shm_try(struct mpi_impl *m)
@@ -80,12 +132,12 @@ void abar_mpi__shm_try(struct mpi_impl *m)
         return; /* collective: fails alike everywhere */
     MPI_Comm_size(node, &nsize);
     /* Direct when no completion and some rank runs several threads: the
-     * shared barrier then counts every thread of every rank (arrive_wait.c).
+     * shared barrier then counts every thread of every rank (above).  Not
+     * when oversubscribed: there every thread of the node on one barrier
+     * costs more switches than a rank's threads on their own barrier and
+     * one arrival a rank (docs/mpi.md, Hierarchical mode).
+     * ABAR_MPI_DIRECT=1 or 0 (on any rank) says yes or no regardless.
      * Collective, so every rank takes the same path. */
-    /* Not when oversubscribed: there every thread of the node on one
-     * barrier costs more switches than a rank's threads on their own
-     * barrier and one arrival a rank (docs/mpi.md, Hierarchical mode).
-     * ABAR_MPI_DIRECT=1 or 0 (on any rank) says yes or no regardless. */
     const char *env = getenv("ABAR_MPI_DIRECT");
     unsigned long mine = m->threads, most = 0, total = 0;
     int v[3] = { m->oversub, env && env[0] == '1', env && env[0] == '0' }, any[3] = { 0, 0, 0 };

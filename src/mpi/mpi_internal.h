@@ -30,7 +30,7 @@
  *   SHM, direct  the same node, no completion, some rank hierarchical and
  *             none oversubscribed (there the two levels switch less):
  *             the shared barrier expects every thread of every rank, and
- *             each thread arrives and waits on it itself (arrive_wait.c):
+ *             each thread arrives and waits on it itself (engine_shm.c):
  *             no local or release barrier, no mutex, no driver.  Tokens
  *             are the shared barrier's.
  * Every message carries nonce + phase (8 bytes; the nonce is drawn at init
@@ -237,5 +237,7 @@ void abar_mpi__shm_try(struct mpi_impl *m);
 int abar_mpi__shm_start(struct mpi_impl *m);
 int abar_mpi__shm_poll(struct mpi_impl *m);
 void abar_mpi__shm_block(struct mpi_impl *m, uint64_t deadline);
+abar_token_t abar_mpi__shm_arrive_direct(struct mpi_impl *m);
+int abar_mpi__shm_wait_direct(struct mpi_impl *m, abar_token_t t, const struct timespec *abstime, bool test);
 
 #endif /* ABAR_MPI_INTERNAL_H */
