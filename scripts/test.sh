@@ -3,7 +3,8 @@
 #   gcc   (with the CUDA layer compiled for sm_90a/sm_80 when nvcc is present,
 #          the MPI layer at 2 and 4 ranks, the benchmarks' self-check, the
 #          Promela model check and a short fuzz run)
-#   clang, ThreadSanitizer, AddressSanitizer + UBSan (the library and its tests)
+#   clang, ThreadSanitizer (with the MPI layer), AddressSanitizer + UBSan (the
+#          library and its tests)
 #   the probes: the library build line without clang's libFuzzer runtime, and
 #          without clang, nvcc, MPI and spin (scripts/probe_check.sh)
 #   the install check (find_package and pkg-config against an installed copy)
@@ -60,8 +61,11 @@ host=(-DABAR_WITH_CUDA=OFF -DABAR_WITH_VERIFY=OFF -DABAR_WITH_MPI=OFF)
 run_suite gcc   -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ "${cuda[@]}" \
                 -DABAR_WITH_MPI=ON -DABAR_WITH_MODEL=ON -DABAR_WITH_FUZZ=ON -DABAR_BUILD_BENCH=ON
 run_suite clang -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${host[@]}"
+# TSan with the MPI layer too (its tests set their own TSAN_OPTIONS, with
+# suppressions for Open MPI's uninstrumented libraries: tests/mpi/tsan.supp).
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-run_suite tsan  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${host[@]}" -DABAR_SANITIZE=thread
+run_suite tsan  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${host[@]}" -DABAR_WITH_MPI=ON \
+                -DABAR_SANITIZE=thread
 # gcc's ASan: clang 14's reports a false stack-buffer-overflow in its own
 # sigaltstack interceptor when a thread exits through pthread_cancel.
 run_suite asan  -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ "${host[@]}" -DABAR_SANITIZE=address
