@@ -54,6 +54,8 @@ static abar_token_t arrive_impl(struct mpi_impl *m)
     if (abar_token_error(t) == 0) {
         abar_token_t lt = abar_arrive(&m->local); /* the last local one posts to MPI */
         if (abar_token_error(lt)) t = lt;
+        /* relaxed: read only by destroy, after every caller has left (`inside`) */
+        else atomic_fetch_add_explicit(&m->arrivals, 1, memory_order_relaxed);
     }
     return t;
 }

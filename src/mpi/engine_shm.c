@@ -81,9 +81,10 @@ abar_token_t abar_mpi__shm_arrive_direct(struct mpi_impl *m)
     /* relaxed: a cancel that happens before this call is seen (coherence);
      * one racing with it may go either way, as in the core */
     if (atomic_load_explicit(&m->cancelled, memory_order_relaxed)) return tok_err(ECANCELED);
+    abar_token_t t = abar_arrive(&m->seg->gather);
     /* relaxed: read only by destroy, after every caller has left (`inside`) */
-    atomic_fetch_add_explicit(&m->arrivals, 1, memory_order_relaxed);
-    return abar_arrive(&m->seg->gather);
+    if (abar_token_error(t) == 0) atomic_fetch_add_explicit(&m->arrivals, 1, memory_order_relaxed);
+    return t;
 }
 
 /* SHM, direct: waits on the shared barrier (the core's spin-then-futex

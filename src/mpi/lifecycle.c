@@ -274,10 +274,11 @@ int abar_mpi_destroy(abar_mpi_t *b)
     pthread_mutex_lock(&m->lock);
     bool in_flight = m->stage != ST_IDLE;
     pthread_mutex_unlock(&m->lock);
-    /* direct: this rank's threads arrived in the open phase (more arrivals
-     * than the completed phases took) */
-    if (m->direct)
-        in_flight = atomic_load(&m->arrivals) > (uint64_t)m->threads * abar_phase(&m->seg->gather);
+    /* Hierarchical: some of this rank's threads arrived in a phase that has
+     * not completed here (more arrivals than the completed phases took),
+     * posted to MPI or not. */
+    if (m->threads > 1)
+        in_flight |= atomic_load(&m->arrivals) > (uint64_t)m->threads * abar_mpi_phase(b);
     /* A phase in flight (this rank arrived, the others may not have) would
      * leave peers hanging: cancel first if that is what you mean. */
     if (in_flight && !atomic_load(&m->cancelled) && !atomic_load(&m->err)) return EBUSY;

@@ -131,7 +131,7 @@ struct mpi_impl {
     struct shm_seg *seg;
     abar_token_t gtok, rtok;   /* this rank's tokens of the phase in flight */
     bool direct;               /* SHM, direct: every thread on seg->gather */
-    _Atomic uint64_t arrivals; /* direct: this rank's arrivals so far (destroy's EBUSY) */
+    _Atomic uint64_t arrivals; /* hierarchical: this rank's arrivals so far (destroy's EBUSY) */
     /* progress thread */
     bool has_thread, stop;
     bool parked;               /* the progress thread sleeps on kick */
