@@ -323,6 +323,7 @@ uint64_t abar__spin_budget(const struct abar_impl *b, unsigned factor);
 void abar__spin_parking(struct abar_impl *b);
 void abar__spin_learn(struct abar_impl *b);
 unsigned abar__ncpu(void);
+unsigned abar__cgroup_cpus(const char *root); /* cpus.c */
 uint64_t abar__now_ns(void);
 static inline void abar__pause(void)
 {

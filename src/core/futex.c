@@ -82,9 +82,10 @@ void abar__spin_learn(struct abar_impl *b)
 
 /* The CPUs this process may run on: the main thread's affinity mask (where
  * taskset, a cpuset or a container's CPU set shows), at most the online
- * CPUs.  Read once, when the library is loaded (below), before a program
- * pins its threads to a CPU each: the calling thread's own mask would then
- * say 1.  The main thread's id is the process id. */
+ * CPUs, and at most what a cgroup CPU quota buys (cpus.c).  Read once, when
+ * the library is loaded (below), before a program pins its threads to a
+ * CPU each: the calling thread's own mask would then say 1.  The main
+ * thread's id is the process id. */
 unsigned abar__ncpu(void)
 {
     unsigned v = atomic_load_explicit(&ncpu_cache, memory_order_relaxed);
@@ -96,6 +97,8 @@ unsigned abar__ncpu(void)
         int c = CPU_COUNT(&set);
         if (c > 0 && (unsigned)c < v) v = (unsigned)c;
     }
+    const unsigned q = abar__cgroup_cpus("");
+    if (q && q < v) v = q;
     atomic_store_explicit(&ncpu_cache, v, memory_order_relaxed);
     return v;
 }

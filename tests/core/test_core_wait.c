@@ -7,6 +7,11 @@
  */
 #include "core_api.h"
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
 /* ---- waiting --------------------------------------------------------------- */
 
 TEST(test_never_blocks)
@@ -501,14 +506,70 @@ TEST(spin_budget_adapts_to_short_parks)
 
 /* The CPUs the core counts (oversubscription: more expected threads than
  * these) are the process's, its main thread's affinity mask, at most the
- * online ones: under `taskset -c 0` (CTest test_core_wait_1cpu) one. */
+ * online ones and a cgroup quota's: under `taskset -c 0` (CTest
+ * test_core_wait_1cpu) one. */
 TEST(ncpu_is_the_process_cpus)
 {
     cpu_set_t s;
     CHECK_EQ(sched_getaffinity(getpid(), sizeof s, &s), 0);
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     long want = CPU_COUNT(&s) < online ? CPU_COUNT(&s) : online;
+    const long quota = abar__cgroup_cpus(""); /* 0: none (cgroup_quota_counts) */
+    if (quota && quota < want) want = quota;
     CHECK_EQ(abar__ncpu(), want);
+}
+
+/* A cgroup v2 CPU quota counts too (cpus.c): in a fake tree, the smallest
+ * cpu.max on the way from the process's cgroup to the root, rounded up. */
+static void put_file(const char *root, const char *rel, const char *text)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    for (char *p = path + strlen(root) + 1; (p = strchr(p, '/')) != NULL; p++) {
+        *p = '\0';
+        (void)mkdir(path, 0700); /* EEXIST is fine */
+        *p = '/';
+    }
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fputs(text, f);
+    fclose(f);
+}
+
+TEST(cgroup_quota_counts)
+{
+    char root[] = "/tmp/abar-cgroup-XXXXXX";
+    CHECK(mkdtemp(root) != NULL);
+    /* no cgroup file at all, then a v1-only one: no quota */
+    CHECK_EQ(abar__cgroup_cpus(root), 0);
+    put_file(root, "proc/self/cgroup", "4:cpu,cpuacct:/x\n2:memory:/x\n");
+    CHECK_EQ(abar__cgroup_cpus(root), 0);
+    /* v2, /a/b: 1.5 CPUs there (2), none above */
+    put_file(root, "proc/self/cgroup", "0::/a/b\n");
+    put_file(root, "sys/fs/cgroup/a/b/cpu.max", "150000 100000\n");
+    put_file(root, "sys/fs/cgroup/a/cpu.max", "max 100000\n");
+    CHECK_EQ(abar__cgroup_cpus(root), 2);
+    /* a parent's smaller quota binds */
+    put_file(root, "sys/fs/cgroup/a/cpu.max", "50000 100000\n");
+    CHECK_EQ(abar__cgroup_cpus(root), 1);
+    /* the root's own cpu.max is read too; a larger one changes nothing */
+    put_file(root, "sys/fs/cgroup/cpu.max", "800000 100000\n");
+    CHECK_EQ(abar__cgroup_cpus(root), 1);
+    /* no quota anywhere on the way, and files this does not understand */
+    put_file(root, "sys/fs/cgroup/a/b/cpu.max", "max 100000\n");
+    put_file(root, "sys/fs/cgroup/a/cpu.max", "lots\n");
+    put_file(root, "sys/fs/cgroup/cpu.max", "100000 0\n");
+    CHECK_EQ(abar__cgroup_cpus(root), 0);
+    /* a container's view: its cgroup is the root of its tree */
+    put_file(root, "proc/self/cgroup", "0::/\n");
+    put_file(root, "sys/fs/cgroup/cpu.max", "250000 100000\n");
+    CHECK_EQ(abar__cgroup_cpus(root), 3);
+    /* and the real machine: whatever it says, ncpu is at most it */
+    const unsigned q = abar__cgroup_cpus("");
+    CHECK(q == 0 || abar__ncpu() <= q);
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    CHECK_EQ(system(cmd), 0);
 }
 
 /* A base above the bound is kept as it is, never doubled past it nor cut. */
