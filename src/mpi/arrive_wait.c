@@ -26,6 +26,7 @@ static abar_token_t arrive_flat(struct mpi_impl *m)
 /* Registered in `inside` by the caller. */
 static abar_token_t arrive_impl(struct mpi_impl *m)
 {
+    if (m->engine == ENG_FLAGS) return abar_mpi__flags_arrive(m, true);
     if (m->direct) return abar_mpi__shm_arrive_direct(m);
     if (m->threads == 1) return arrive_flat(m);
     abar_token_t t;
@@ -66,6 +67,8 @@ abar_token_t abar_mpi_arrive(abar_mpi_t *b)
     if (m == NULL) return tok_err(EINVAL);
     /* From its own completion: the phase expects no arrival (as in the core). */
     if (abar_mpi__completing == m) return tok_err(EINVAL);
+    /* registers itself, and leaves before its store (engine_flags.c) */
+    if (m->engine == ENG_FLAGS) return abar_mpi__flags_arrive(m, false);
     /* seq_cst: pairs with destroy's read of `inside` */
     atomic_fetch_add(&m->inside, 1);
     /* After an MPI failure the token says ECANCELED (an invalid token carries
@@ -164,6 +167,7 @@ static int drive(struct mpi_impl *m, abar_token_t t, const struct timespec *abst
 /* Registered in `inside` by the caller. */
 static int wait_impl(struct mpi_impl *m, abar_token_t t, const struct timespec *abstime, bool test)
 {
+    if (m->engine == ENG_FLAGS) return abar_mpi__flags_wait(m, t, abstime, test);
     if (m->direct) return abar_mpi__shm_wait_direct(m, t, abstime, test);
     int r = abar_test(&m->release, t); /* 0, EBUSY, or the token's error */
     /* from its own completion a wait would never end (test just says EBUSY, as in the core) */
@@ -237,6 +241,7 @@ int abar_mpi_cancel(abar_mpi_t *b)
     atomic_store(&m->cancelled, 1);
     abar_cancel(&m->local);   /* later arrivals: ECANCELED */
     abar_cancel(&m->release); /* blocked and later waits: ECANCELED */
+    if (m->engine == ENG_FLAGS) abar_mpi__flags_cancel(m); /* wakes our sleepers */
     return 0;
 }
 
@@ -244,5 +249,6 @@ uint64_t abar_mpi_phase(const abar_mpi_t *b)
 {
     struct mpi_impl *m = live(b);
     if (m == NULL) return 0;
+    if (m->engine == ENG_FLAGS) return abar_mpi__flags_phase(m);
     return abar_phase(m->direct ? &m->seg->gather : &m->release);
 }

@@ -123,8 +123,9 @@ int abar_mpi__shm_wait_direct(struct mpi_impl *m, abar_token_t t, const struct t
     }
 }
 
-/* Collective: switches to ENG_SHM if every rank of the communicator shares
- * this node and the shared window can be made everywhere. */
+/* Collective: switches to ENG_FLAGS or ENG_SHM if every rank of the
+ * communicator shares this node and the shared window can be made
+ * everywhere. */
 void abar_mpi__shm_try(struct mpi_impl *m)
 {
     MPI_Comm node;
@@ -132,28 +133,33 @@ void abar_mpi__shm_try(struct mpi_impl *m)
     if (MPI_Comm_split_type(m->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
         return; /* collective: fails alike everywhere */
     MPI_Comm_size(node, &nsize);
-    /* Direct when no completion and some rank runs several threads: the
+    /* Flags when no completion and one participant on every rank (a flag a
+     * rank: engine_flags.c); ABAR_MPI_FLAGS=0 (on any rank) says no.
+     * Direct when no completion and some rank runs several threads: the
      * shared barrier then counts every thread of every rank (above).  Not
      * when oversubscribed: there every thread of the node on one barrier
      * costs more switches than a rank's threads on their own barrier and
      * one arrival a rank (docs/mpi.md, Hierarchical mode).
      * ABAR_MPI_DIRECT=1 or 0 (on any rank) says yes or no regardless.
      * Collective, so every rank takes the same path. */
-    const char *env = getenv("ABAR_MPI_DIRECT");
+    const char *env = getenv("ABAR_MPI_DIRECT"), *fenv = getenv("ABAR_MPI_FLAGS");
     unsigned long mine = m->threads, most = 0, total = 0;
-    int v[3] = { m->oversub, env && env[0] == '1', env && env[0] == '0' }, any[3] = { 0, 0, 0 };
+    int v[4] = { m->oversub, env && env[0] == '1', env && env[0] == '0', fenv && fenv[0] == '0' },
+        any[4] = { 0, 0, 0, 0 };
     if (MPI_Allreduce(&mine, &most, 1, MPI_UNSIGNED_LONG, MPI_MAX, m->comm) != MPI_SUCCESS ||
         MPI_Allreduce(&mine, &total, 1, MPI_UNSIGNED_LONG, MPI_SUM, m->comm) != MPI_SUCCESS ||
-        MPI_Allreduce(v, any, 3, MPI_INT, MPI_MAX, m->comm) != MPI_SUCCESS) {
+        MPI_Allreduce(v, any, 4, MPI_INT, MPI_MAX, m->comm) != MPI_SUCCESS) {
         MPI_Comm_free(&node); /* collective: fails alike everywhere */
         return;
     }
+    const bool flags = m->completion == NULL && most == 1 && m->size <= FLAGS_MAX && !any[3];
     const bool direct = m->completion == NULL && most > 1 && !any[2] && (any[1] || !any[0]);
     const unsigned long expected = direct ? total : (unsigned long)m->size;
     /* + 64: the segment is placed at the first 64-byte boundary of rank 0's
      * memory (the mapping is page-aligned in every process, so the offset is
      * the same everywhere) */
-    MPI_Aint bytes = (MPI_Aint)(sizeof(struct shm_seg) + m->result_size + 64);
+    MPI_Aint bytes = flags ? (MPI_Aint)(sizeof(struct shm_flags) + 64 * (size_t)m->size + 64)
+                           : (MPI_Aint)(sizeof(struct shm_seg) + m->result_size + 64);
     if (expected > ABAR_EXPECTED_MAX) {
         MPI_Comm_free(&node);
         return;
@@ -173,6 +179,17 @@ void abar_mpi__shm_try(struct mpi_impl *m)
     if (!all) {
         if (m->win != MPI_WIN_NULL) MPI_Win_free(&m->win);
         m->win = MPI_WIN_NULL;
+    } else if (flags) {
+        m->fl = (struct shm_flags *)(((uintptr_t)base + 63) & ~(uintptr_t)63);
+        if (m->rank == 0) {
+            atomic_init(&m->fl->futex, 0);
+            atomic_init(&m->fl->sleepers, 0);
+            for (int i = 0; i < m->size; i++) atomic_init(&m->fl->rank[i].arrived, 0);
+        }
+        m->fl_asym = abar_mpi__flags_asym(m->comm);
+        m->tok_id = m->nonce << 1 | 1; /* never 0: 0 marks an invalid token */
+        MPI_Barrier(m->comm);           /* the flags are zero before anyone arrives */
+        m->engine = ENG_FLAGS;
     } else {
         m->seg = (struct shm_seg *)(((uintptr_t)base + 63) & ~(uintptr_t)63);
         int good = 1;

@@ -277,6 +277,8 @@ int abar_mpi_destroy(abar_mpi_t *b)
     /* Hierarchical: some of this rank's threads arrived in a phase that has
      * not completed here (more arrivals than the completed phases took),
      * posted to MPI or not. */
+    if (m->engine == ENG_FLAGS)
+        in_flight |= atomic_load(&m->next) > abar_mpi_phase(b);
     if (m->threads > 1)
         in_flight |= atomic_load(&m->arrivals) > (uint64_t)m->threads * abar_mpi_phase(b);
     /* A phase in flight (this rank arrived, the others may not have) would
@@ -291,11 +293,16 @@ int abar_mpi_destroy(abar_mpi_t *b)
         pthread_mutex_unlock(&m->lock);
         pthread_join(m->thread, NULL);
     }
+    /* flags: an arrival that left `inside` before its flag store (a cancelled
+     * rank's destroy gets here with one in flight) is done with the segment
+     * once `published` catches up with `next` (engine_flags.c).  acquire:
+     * pairs with its release store. */
+    while (atomic_load_explicit(&m->published, memory_order_acquire) != atomic_load(&m->next)) sched_yield();
     int fin = 1;
     MPI_Finalized(&fin);
-    /* direct: no MPI call is part of a phase, so none is left to finish
-     * (direct is the same on every rank: this skip is collective) */
-    if (!fin && !m->direct) {
+    /* direct and flags: no MPI call is part of a phase, so none is left to
+     * finish (both are the same on every rank: this skip is collective) */
+    if (!fin && !m->direct && m->engine != ENG_FLAGS) {
         pthread_mutex_lock(&m->lock);
         drain(m);
         pthread_mutex_unlock(&m->lock);

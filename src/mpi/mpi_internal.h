@@ -27,6 +27,10 @@
  *             the ranks compute, and a waiting driver sleeps in the core's
  *             spin-then-futex wait.  Chosen at init unless ABAR_MPI_P2P or
  *             ABAR_MPI_IBARRIER.
+ *   FLAGS     every rank on one node with one participant, no completion:
+ *             a flag a rank in an MPI shared-memory window; an arrival is a
+ *             store to its own flag, a wait reads them all (engine_flags.c).
+ *             Chosen at init over SHM unless ABAR_MPI_FLAGS=0.
  *   SHM, direct  the same node, no completion, some rank hierarchical and
  *             none oversubscribed (there the two levels switch less):
  *             the shared barrier expects every thread of every rank, and
@@ -73,7 +77,20 @@
 #define LOCK_SPIN 1024u         /* lock_hot: tries before sleeping on the mutex */
 #define WORD_CANCELLED (UINT64_C(1) << 62) /* tree: the root cancelled this phase */
 
-enum engine { ENG_DISSEM, ENG_IBARRIER, ENG_TREE, ENG_SHM };
+enum engine { ENG_DISSEM, ENG_IBARRIER, ENG_TREE, ENG_SHM, ENG_FLAGS };
+
+/* ENG_FLAGS: every rank on one node, one participant a rank, no completion;
+ * a segment of MPI_Win_allocate_shared holding one flag a rank
+ * (engine_flags.c).  FLAGS_MAX: the most ranks (a wait reads every flag). */
+#define FLAGS_MAX 64
+struct shm_flags {
+    _Atomic uint32_t futex;    /* bumped by an arrival that saw a sleeper, and by a cancel */
+    _Atomic uint32_t sleepers; /* waiters of any rank parked on futex, or about to */
+    char pad[56];
+    struct {
+        _Alignas(64) _Atomic uint64_t arrived; /* phases this rank has arrived in */
+    } rank[];
+};
 
 /* ENG_SHM: every rank on one node; a segment of MPI_Win_allocate_shared
  * holding two process-shared core barriers. */
@@ -132,6 +149,13 @@ struct mpi_impl {
     abar_token_t gtok, rtok;   /* this rank's tokens of the phase in flight */
     bool direct;               /* SHM, direct: every thread on seg->gather */
     _Atomic uint64_t arrivals; /* hierarchical: this rank's arrivals so far (destroy's EBUSY) */
+    /* FLAGS */
+    struct shm_flags *fl;
+    _Atomic uint64_t next;     /* phases this rank has arrived in (its flag's value) */
+    _Atomic uint64_t published;/* arrivals done with the segment (destroy waits for next) */
+    _Atomic uint64_t completed;/* phases known complete (a lower bound) */
+    uint64_t tok_id;           /* the id of this barrier's tokens */
+    bool fl_asym;              /* arrivals skip their fence (membarrier: engine_flags.c) */
     /* progress thread */
     bool has_thread, stop;
     bool parked;               /* the progress thread sleeps on kick */
@@ -238,6 +262,11 @@ int abar_mpi__shm_start(struct mpi_impl *m);
 int abar_mpi__shm_poll(struct mpi_impl *m);
 void abar_mpi__shm_block(struct mpi_impl *m, uint64_t deadline);
 abar_token_t abar_mpi__shm_arrive_direct(struct mpi_impl *m);
+abar_token_t abar_mpi__flags_arrive(struct mpi_impl *m, bool registered);
+int abar_mpi__flags_wait(struct mpi_impl *m, abar_token_t t, const struct timespec *abstime, bool test);
+uint64_t abar_mpi__flags_phase(struct mpi_impl *m);
+void abar_mpi__flags_cancel(struct mpi_impl *m);
+bool abar_mpi__flags_asym(MPI_Comm comm);
 int abar_mpi__shm_wait_direct(struct mpi_impl *m, abar_token_t t, const struct timespec *abstime, bool test);
 
 #endif /* ABAR_MPI_INTERNAL_H */

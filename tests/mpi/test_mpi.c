@@ -134,6 +134,11 @@ static void run_phases(unsigned flags, int phases)
     abar_mpi_attr_t a = attr0();
     a.flags = flags;
     MCHECK_EQ(abar_mpi_init(&b, MPI_COMM_WORLD, &a), 0);
+    /* white box: one node, one participant a rank, no completion: a flag a
+     * rank, unless messages are asked for or ABAR_MPI_FLAGS=0 */
+    const char *fenv = getenv("ABAR_MPI_FLAGS");
+    const bool flags_engine = !(flags & (ABAR_MPI_P2P | ABAR_MPI_IBARRIER)) && !(fenv && fenv[0] == '0');
+    MCHECK_EQ(((struct mpi_impl *)b._private)->engine == ENG_FLAGS, flags_engine);
     abar_token_t first = { 0, 0 };
     unsigned seed = 12345u + (unsigned)mrank;
     for (int k = 0; k < phases; k++) {
@@ -345,6 +350,35 @@ MTEST(second_arrival_in_one_phase)
     MCHECK_EQ(abar_mpi_destroy(&b), 0);
 }
 
+/* ---- parked waiters -------------------------------------------------------- */
+
+/* Waiters that have parked (at once, or after the spin budget) are woken by
+ * the late rank's arrival, not by their deadline: each phase one rank, in
+ * turn, arrives 20 ms late, and every wait must end well before its 5 s
+ * deadline (an arrival that does not wake the sleepers fails here). */
+static void run_parked(unsigned flags)
+{
+    abar_mpi_t b;
+    abar_mpi_attr_t a = attr0();
+    a.flags = flags;
+    MCHECK_EQ(abar_mpi_init(&b, MPI_COMM_WORLD, &a), 0);
+    for (int k = 0; k < 6; k++) {
+        if (k % msize == mrank) msleep_ms(20);
+        double t0 = mnow();
+        abar_token_t t = abar_mpi_arrive(&b);
+        MCHECK_EQ(abar_token_error(t), 0);
+        struct timespec d = mdeadline_ms(5000);
+        MCHECK_EQ(abar_mpi_wait_until(&b, t, &d), 0);
+        MCHECK(mnow() - t0 < 2.0);
+        MCHECK_EQ(abar_mpi_phase(&b), k + 1);
+    }
+    MCHECK_EQ(abar_mpi_destroy(&b), 0);
+}
+
+MTEST(parked_waiters_woken_shm) { run_parked(0); }
+MTEST(parked_waiters_woken_shm_park) { run_parked(ABAR_WAIT_PARK); }
+MTEST(parked_waiters_woken_p2p) { run_parked(ABAR_MPI_P2P | ABAR_WAIT_PARK); }
+
 /* ---- timeouts and cancel ------------------------------------------------- */
 
 static void run_wait_until(unsigned flags)
@@ -372,6 +406,7 @@ static void run_wait_until(unsigned flags)
 }
 
 MTEST(wait_until_times_out_shm) { run_wait_until(0); }
+MTEST(wait_until_times_out_shm_park) { run_wait_until(ABAR_WAIT_PARK); }
 MTEST(wait_until_times_out_p2p) { run_wait_until(ABAR_MPI_P2P); }
 
 struct waiter { abar_mpi_t *b; abar_token_t t; int r; };
