@@ -26,7 +26,8 @@ static abar_token_t arrive_flat(struct mpi_impl *m)
 /* Registered in `inside` by the caller. */
 static abar_token_t arrive_impl(struct mpi_impl *m)
 {
-    if (m->engine == ENG_FLAGS) return abar_mpi__flags_arrive(m, true);
+    if (m->engine == ENG_FLAGS)
+        return m->threads == 1 ? abar_mpi__flags_arrive(m, true) : abar_mpi__flags_arrive_local(m);
     if (m->direct) return abar_mpi__shm_arrive_direct(m);
     if (m->threads == 1) return arrive_flat(m);
     abar_token_t t;
@@ -68,7 +69,7 @@ abar_token_t abar_mpi_arrive(abar_mpi_t *b)
     /* From its own completion: the phase expects no arrival (as in the core). */
     if (abar_mpi__completing == m) return tok_err(EINVAL);
     /* registers itself, and leaves before its store (engine_flags.c) */
-    if (m->engine == ENG_FLAGS) return abar_mpi__flags_arrive(m, false);
+    if (m->engine == ENG_FLAGS && m->threads == 1) return abar_mpi__flags_arrive(m, false);
     /* seq_cst: pairs with destroy's read of `inside` */
     atomic_fetch_add(&m->inside, 1);
     /* After an MPI failure the token says ECANCELED (an invalid token carries

@@ -11,6 +11,12 @@
  * RMW (a line transfer the caller waits for) and whose waiters also miss
  * on the release, an overlapped iteration leaves about one miss exposed.
  *
+ * Hierarchical (several threads a rank): the rank's threads arrive on its
+ * private core barrier, `local`, whose completion (the rank's last arrival)
+ * stores the rank's flag; every thread waits on the flags itself.  No
+ * driver, no mutex, no release barrier: a phase costs the local barrier,
+ * one store, and the waiters' reads.
+ *
  * Parking.  A waiter past its spin budget reads `futex`, counts itself in
  * `sleepers`, fences, looks at the flags (and its rank's cancel) again, and
  * sleeps on `futex` while it holds the value read.  An arrival stores its
@@ -35,8 +41,16 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* How long a waiter spins before it parks: the core's default budget. */
+/* How long a waiter spins before it parks: the core's default budget, or,
+ * while this rank's waits have been parking, 16 times that.  Parking is
+ * self-sustaining: once waiters sleep, every phase waits for their
+ * wake-ups (tens of µs each on a VM), longer than the budget, so the next
+ * waiters park too; measured on the 16-core host (16 threads on 16 CPUs),
+ * 2.7 µs phases turned into 100 µs ones for good.  The longer budget
+ * covers the wake-ups, and the short one comes back with the first wait
+ * that ends within it. */
 #define FLAGS_SPIN_NS 50000u
+#define FLAGS_SLEPT_SPIN_NS 800000u
 
 static inline _Atomic uint64_t *flag_of(struct shm_flags *f, int rank) { return &f->rank[rank].arrived; }
 
@@ -121,6 +135,39 @@ abar_token_t abar_mpi__flags_arrive(struct mpi_impl *m, bool registered)
     return t;
 }
 
+/* Hierarchical: `local`'s completion, run by the rank's last arrival of
+ * the phase.  Completions run one after the other (the core's
+ * release/acquire chain on local), so `next` needs no RMW here.  Its
+ * caller holds `inside` (an arrival), so `published` keeps up with `next`
+ * before destroy can look. */
+void abar_mpi__flags_post(struct mpi_impl *m)
+{
+    const uint64_t k = atomic_load_explicit(&m->next, memory_order_relaxed);
+    atomic_store_explicit(&m->next, k + 1, memory_order_relaxed);
+    struct shm_flags *f = m->fl;
+    /* release: every local arrival's writes (the completion acquired them) */
+    atomic_store_explicit(flag_of(f, m->rank), k + 1, memory_order_release);
+    if (m->fl_asym) atomic_signal_fence(memory_order_seq_cst);
+    else atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&f->sleepers, memory_order_relaxed)) wake_all(f);
+    atomic_store_explicit(&m->published, k + 1, memory_order_release);
+}
+
+/* Hierarchical: one thread's arrival, on the rank's local barrier.  Its
+ * token carries local's phase, which is the node's phase (local's phase k
+ * completes exactly when the rank arrives in phase k).  Registered in
+ * `inside` by the caller. */
+abar_token_t abar_mpi__flags_arrive_local(struct mpi_impl *m)
+{
+    /* relaxed: as in abar_mpi__flags_arrive */
+    if (atomic_load_explicit(&m->cancelled, memory_order_relaxed)) return tok_err(ECANCELED);
+    abar_token_t t = abar_arrive(&m->local);
+    if (abar_token_error(t)) return t;
+    /* relaxed: read only by destroy, after every caller has left (`inside`) */
+    atomic_fetch_add_explicit(&m->arrivals, 1, memory_order_relaxed);
+    return (abar_token_t){ .raw = t.raw, .id = m->tok_id };
+}
+
 /* The sleeper's half of the fence pair. */
 static void fence_heavy(const struct mpi_impl *m)
 {
@@ -153,13 +200,45 @@ static int park(struct mpi_impl *m, uint64_t k, const struct timespec *abstime)
     return r;
 }
 
+/* Hierarchical: local's open phase.  Not abar_phase(local): local opens
+ * phase k+1 to arrivals a moment before it publishes k complete, and a
+ * thread that arrived in that moment holds a token for k+1.  Cancelled,
+ * abar_current says so: then the last phase that can have been opened. */
+static uint64_t local_open(struct mpi_impl *m)
+{
+    abar_token_t c = abar_current(&m->local);
+    return abar_token_error(c) ? abar_phase(&m->local) + 1 : c.raw;
+}
+
+/* Phase k is complete on the node (every flag is above k): returns 0 once
+ * it is complete here too.  Hierarchical, that is once local has opened
+ * its phase k+1: its last arrival stored the flag from local's completion,
+ * so other ranks, and this rank's waiters, may see the phase complete a
+ * few instructions before local takes arrivals again.  A thread released
+ * in that moment would have its next arrival refused: it waits for the
+ * completer instead (a spin, then yields should the completer have lost
+ * its CPU). */
+static int settle(struct mpi_impl *m, uint64_t k)
+{
+    if (m->threads == 1) return 0;
+    for (unsigned i = 0; abar_phase(&m->local) <= k; i++) {
+        if (i < 256 && !m->oversub) cpu_relax();
+        else sched_yield();
+    }
+    return 0;
+}
+
 int abar_mpi__flags_wait(struct mpi_impl *m, abar_token_t t, const struct timespec *abstime, bool test)
 {
     if (t.id == 0) return t.raw == ECANCELED ? ECANCELED : EINVAL; /* the arrival's error */
-    /* another barrier's token, or a phase this rank never arrived in */
-    if (t.id != m->tok_id || t.raw >= atomic_load_explicit(&m->next, memory_order_relaxed)) return EINVAL;
+    /* another barrier's token, or a phase this rank (flat) or no thread of
+     * it (hierarchical: local's open phase) has arrived in */
+    if (t.id != m->tok_id) return EINVAL;
+    if (m->threads == 1 ? t.raw >= atomic_load_explicit(&m->next, memory_order_relaxed)
+                        : t.raw > local_open(m))
+        return EINVAL;
     const uint64_t k = t.raw;
-    if (flags_done(m, k)) return 0;
+    if (flags_done(m, k)) return settle(m, k);
     if (test) {
         if (atomic_load_explicit(&m->cancelled, memory_order_relaxed)) return ECANCELED;
         /* oversubscribed: a caller polling test in a loop would hold the
@@ -170,23 +249,35 @@ int abar_mpi__flags_wait(struct mpi_impl *m, abar_token_t t, const struct timesp
     const uint64_t deadline = abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec
                                       : UINT64_MAX;
     const bool spin_forever = m->wait_flags & ABAR_WAIT_SPIN;
+    /* relaxed (fl_slept): a hint */
+    const uint64_t budget =
+        atomic_load_explicit(&m->fl_slept, memory_order_relaxed) ? FLAGS_SLEPT_SPIN_NS : FLAGS_SPIN_NS;
     uint64_t t0 = 0;
     for (unsigned i = 1; !(m->wait_flags & ABAR_WAIT_PARK); i++) {
-        if (flags_done(m, k)) return 0;
+        if (flags_done(m, k)) {
+            if ((t0 == 0 || now_ns() - t0 < FLAGS_SPIN_NS) &&
+                atomic_load_explicit(&m->fl_slept, memory_order_relaxed))
+                atomic_store_explicit(&m->fl_slept, 0, memory_order_relaxed);
+            return settle(m, k);
+        }
         if (atomic_load_explicit(&m->cancelled, memory_order_relaxed)) return ECANCELED;
         if (m->oversub) sched_yield();
         else cpu_relax();
         if (i % 64 == 0 || m->oversub) {
             const uint64_t now = now_ns();
             if (t0 == 0) t0 = now;
-            if (now >= deadline) return flags_done(m, k) ? 0 : ETIMEDOUT;
-            if (now - t0 >= FLAGS_SPIN_NS && !spin_forever) break;
+            if (now >= deadline) return flags_done(m, k) ? settle(m, k) : ETIMEDOUT;
+            if (now - t0 >= budget && !spin_forever) break;
         }
     }
     for (;;) {
         int r = park(m, k, abstime);
-        if (r >= 0) return r;
-        if (flags_done(m, k)) return 0;
+        if (r == 0 || flags_done(m, k)) {
+            if (!(m->wait_flags & ABAR_WAIT_PARK) && !atomic_load_explicit(&m->fl_slept, memory_order_relaxed))
+                atomic_store_explicit(&m->fl_slept, 1, memory_order_relaxed);
+            return settle(m, k);
+        }
+        if (r > 0) return r;
         if (atomic_load(&m->cancelled)) return ECANCELED;
         if (abstime && now_ns() >= deadline) return ETIMEDOUT;
     }

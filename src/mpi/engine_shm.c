@@ -133,10 +133,13 @@ void abar_mpi__shm_try(struct mpi_impl *m)
     if (MPI_Comm_split_type(m->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
         return; /* collective: fails alike everywhere */
     MPI_Comm_size(node, &nsize);
-    /* Flags when no completion and one participant on every rank (a flag a
-     * rank: engine_flags.c); ABAR_MPI_FLAGS=0 (on any rank) says no.
-     * Direct when no completion and some rank runs several threads: the
-     * shared barrier then counts every thread of every rank (above).  Not
+    /* Flags when no completion (a flag a rank: engine_flags.c), and, with
+     * several threads a rank, no rank oversubscribed (there all of them
+     * spinning and parking on the flags took 100-270 µs a phase on the
+     * 16-core host, against 7-9 for two levels: docs/mpi.md);
+     * ABAR_MPI_FLAGS=0 (on any rank) says no, =1 yes where it can.  Else direct when no
+     * completion and some rank runs several threads: the shared barrier
+     * then counts every thread of every rank (above).  Not
      * when oversubscribed: there every thread of the node on one barrier
      * costs more switches than a rank's threads on their own barrier and
      * one arrival a rank (docs/mpi.md, Hierarchical mode).
@@ -144,16 +147,18 @@ void abar_mpi__shm_try(struct mpi_impl *m)
      * Collective, so every rank takes the same path. */
     const char *env = getenv("ABAR_MPI_DIRECT"), *fenv = getenv("ABAR_MPI_FLAGS");
     unsigned long mine = m->threads, most = 0, total = 0;
-    int v[4] = { m->oversub, env && env[0] == '1', env && env[0] == '0', fenv && fenv[0] == '0' },
-        any[4] = { 0, 0, 0, 0 };
+    int v[5] = { m->oversub, env && env[0] == '1', env && env[0] == '0', fenv && fenv[0] == '0',
+                 fenv && fenv[0] == '1' },
+        any[5] = { 0, 0, 0, 0, 0 };
     if (MPI_Allreduce(&mine, &most, 1, MPI_UNSIGNED_LONG, MPI_MAX, m->comm) != MPI_SUCCESS ||
         MPI_Allreduce(&mine, &total, 1, MPI_UNSIGNED_LONG, MPI_SUM, m->comm) != MPI_SUCCESS ||
-        MPI_Allreduce(v, any, 4, MPI_INT, MPI_MAX, m->comm) != MPI_SUCCESS) {
+        MPI_Allreduce(v, any, 5, MPI_INT, MPI_MAX, m->comm) != MPI_SUCCESS) {
         MPI_Comm_free(&node); /* collective: fails alike everywhere */
         return;
     }
-    const bool flags = m->completion == NULL && most == 1 && m->size <= FLAGS_MAX && !any[3];
-    const bool direct = m->completion == NULL && most > 1 && !any[2] && (any[1] || !any[0]);
+    const bool flags = m->completion == NULL && m->size <= FLAGS_MAX && !any[3] &&
+                       (most == 1 || !any[0] || any[4]);
+    const bool direct = !flags && m->completion == NULL && most > 1 && !any[2] && (any[1] || !any[0]);
     const unsigned long expected = direct ? total : (unsigned long)m->size;
     /* + 64: the segment is placed at the first 64-byte boundary of rank 0's
      * memory (the mapping is page-aligned in every process, so the offset is

@@ -27,10 +27,11 @@
  *             the ranks compute, and a waiting driver sleeps in the core's
  *             spin-then-futex wait.  Chosen at init unless ABAR_MPI_P2P or
  *             ABAR_MPI_IBARRIER.
- *   FLAGS     every rank on one node with one participant, no completion:
- *             a flag a rank in an MPI shared-memory window; an arrival is a
- *             store to its own flag, a wait reads them all (engine_flags.c).
- *             Chosen at init over SHM unless ABAR_MPI_FLAGS=0.
+ *   FLAGS     every rank on one node, no completion: a flag a rank in an
+ *             MPI shared-memory window; an arrival is a store to its own
+ *             flag (hierarchical: local's completion stores it), a wait
+ *             reads them all (engine_flags.c).  No MPI call, mutex or
+ *             driver.  Chosen at init over SHM unless ABAR_MPI_FLAGS=0.
  *   SHM, direct  the same node, no completion, some rank hierarchical and
  *             none oversubscribed (there the two levels switch less):
  *             the shared barrier expects every thread of every rank, and
@@ -151,11 +152,13 @@ struct mpi_impl {
     _Atomic uint64_t arrivals; /* hierarchical: this rank's arrivals so far (destroy's EBUSY) */
     /* FLAGS */
     struct shm_flags *fl;
-    _Atomic uint64_t next;     /* phases this rank has arrived in (its flag's value) */
+    _Atomic uint64_t next;     /* phases this rank has arrived in (its flag's value;
+                                  hierarchical: written by local's completions) */
     _Atomic uint64_t published;/* arrivals done with the segment (destroy waits for next) */
     _Atomic uint64_t completed;/* phases known complete (a lower bound) */
     uint64_t tok_id;           /* the id of this barrier's tokens */
     bool fl_asym;              /* arrivals skip their fence (membarrier: engine_flags.c) */
+    _Atomic uint32_t fl_slept; /* this rank's waits have been parking (a hint: engine_flags.c) */
     /* progress thread */
     bool has_thread, stop;
     bool parked;               /* the progress thread sleeps on kick */
@@ -263,6 +266,8 @@ int abar_mpi__shm_poll(struct mpi_impl *m);
 void abar_mpi__shm_block(struct mpi_impl *m, uint64_t deadline);
 abar_token_t abar_mpi__shm_arrive_direct(struct mpi_impl *m);
 abar_token_t abar_mpi__flags_arrive(struct mpi_impl *m, bool registered);
+abar_token_t abar_mpi__flags_arrive_local(struct mpi_impl *m);
+void abar_mpi__flags_post(struct mpi_impl *m);
 int abar_mpi__flags_wait(struct mpi_impl *m, abar_token_t t, const struct timespec *abstime, bool test);
 uint64_t abar_mpi__flags_phase(struct mpi_impl *m);
 void abar_mpi__flags_cancel(struct mpi_impl *m);

@@ -98,6 +98,10 @@ void abar_mpi__post_locked(struct mpi_impl *m)
 void abar_mpi__post(void *arg)
 {
     struct mpi_impl *m = arg;
+    if (m->engine == ENG_FLAGS) { /* no MPI, no lock: a store (engine_flags.c) */
+        abar_mpi__flags_post(m);
+        return;
+    }
     lock_hot(m);
     abar_mpi__post_locked(m);
     pthread_mutex_unlock(&m->lock);

@@ -588,11 +588,16 @@ static void run_hier_cancel(unsigned flags)
     a.threads = 2;
     a.flags = flags;
     MCHECK_EQ(abar_mpi_init(&b, MPI_COMM_WORLD, &a), 0);
-    /* CTest runs this program a second time with ABAR_MPI_DIRECT=1, so that
-     * the direct path runs on a machine whose CPUs the threads outnumber */
-    const char *env = getenv("ABAR_MPI_DIRECT");
+    /* White box: on one node the flags engine, unless oversubscribed (as
+     * CI's 2 CPUs are) or ABAR_MPI_FLAGS=0.  CTest runs this program again
+     * with ABAR_MPI_FLAGS=1 (the flags engine forced on), with
+     * ABAR_MPI_FLAGS=0 ABAR_MPI_DIRECT=1 (the direct path forced on), and
+     * with ABAR_MPI_FLAGS=0 (two levels). */
+    const char *env = getenv("ABAR_MPI_DIRECT"), *fenv = getenv("ABAR_MPI_FLAGS");
+    const bool no_flags = fenv && !strcmp(fenv, "0"), force_flags = fenv && !strcmp(fenv, "1");
     const struct mpi_impl *mi = b._private;
-    if (env && !strcmp(env, "1")) MCHECK_EQ(mi->direct, flags == 0 && mi->engine == ENG_SHM);
+    MCHECK_EQ(mi->engine == ENG_FLAGS, flags == 0 && !no_flags && (force_flags || !mi->oversub));
+    if (env && !strcmp(env, "1")) MCHECK_EQ(mi->direct, flags == 0 && no_flags);
     if (env && !strcmp(env, "0")) MCHECK(!mi->direct);
     struct hloop h = { &b, 1, -1 };
     pthread_t th;
