@@ -134,9 +134,10 @@ void abar_mpi__shm_try(struct mpi_impl *m)
         return; /* collective: fails alike everywhere */
     MPI_Comm_size(node, &nsize);
     /* Flags when no completion (a flag a rank: engine_flags.c), and, with
-     * several threads a rank, no rank oversubscribed (there all of them
-     * spinning and parking on the flags took 100-270 µs a phase on the
-     * 16-core host, against 7-9 for two levels: docs/mpi.md);
+     * several threads a rank, no rank oversubscribed (there every thread
+     * spinning and parking on the flags collapsed now and then to 100-270
+     * µs a phase on the 16-core host, where two levels take 7-12:
+     * docs/mpi.md);
      * ABAR_MPI_FLAGS=0 (on any rank) says no, =1 yes where it can.  Else direct when no
      * completion and some rank runs several threads: the shared barrier
      * then counts every thread of every rank (above).  Not
