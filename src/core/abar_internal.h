@@ -334,20 +334,6 @@ static inline void abar__pause(void)
 #endif
 }
 
-/* Asks for the line of *p in exclusive state (x86 PREFETCHW, a NOP where
- * unsupported; arm64 PRFM PSTL1KEEP): a hint, invisible to every thread's
- * view of memory, so no ordering argument applies (wait.c says where). */
-static inline void abar__prefetch_write(const void *p)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__ __volatile__("prefetchw %0" : : "m"(*(const char *)p));
-#elif defined(__aarch64__)
-    __asm__ __volatile__("prfm pstl1keep, %0" : : "Q"(*(const char *)p));
-#else
-    (void)p;
-#endif
-}
-
 /* Test hook: start a freshly initialised barrier at a chosen phase. */
 int abar__test_set_phase(abar_t *b, uint64_t phase);
 

@@ -69,17 +69,7 @@ static inline bool lean_spin(const struct abar_impl *b, abar_token_t t)
     if ((b->flags & ABAR_WAIT_PARK) || oversubscribed_by(b)) return false;
     const struct abar__release *rw = rel((struct abar_impl *)b);
     for (unsigned i = 0; i < ABAR__FIRST_POLLS; i++) {
-        if (released(rw, t)) {
-            /* A pair: the thread that sees its release is the next
-             * phase's last arrival, and its add goes to the line it has
-             * just read (shared with the carrier, who wrote it).  Ask for
-             * it exclusive now, so that the transfer overlaps the way out
-             * of this wait and into that add, the critical path at T = 2
-             * (docs/bench.md).  Wider barriers: not asked, the waiters
-             * would pull the arrival line from one another. */
-            if (b->flags & ABAR__TICKET) abar__prefetch_write(&b->state);
-            return true;
-        }
+        if (released(rw, t)) return true;
         abar__pause();
     }
     return false;
