@@ -29,7 +29,6 @@ static abar_token_t arrive_impl(struct mpi_impl *m)
     if (m->engine == ENG_FLAGS)
         return m->threads == 1 ? abar_mpi__flags_arrive(m, true) : abar_mpi__flags_arrive_local(m);
     if (m->direct) return abar_mpi__shm_arrive_direct(m);
-    if (m->post_lockfree) return abar_mpi__arrive_posted(m);
     if (m->threads == 1) return arrive_flat(m);
     abar_token_t t;
     for (int tries = 0;; tries++) {

@@ -38,7 +38,6 @@ static bool retire_send(MPI_Request *r)
  * each phase that any rank has posted.  Then no message is left in flight. */
 static void drain(struct mpi_impl *m)
 {
-    abar_mpi__adopt_post(m);
     int64_t mine = (int64_t)(m->done + (m->stage != ST_IDLE)), target = mine;
     int bad = atomic_load(&m->err) != 0, anybad = bad;
     int64_t v[2] = { mine, bad }, w[2];
@@ -238,12 +237,6 @@ int abar_mpi_init(abar_mpi_t *b, MPI_Comm comm, const abar_mpi_attr_t *attr)
         pthread_cond_signal(&m->kick); /* a parked progress thread rereads it */
         pthread_mutex_unlock(&m->lock);
         if (!(a.flags & (ABAR_MPI_P2P | ABAR_MPI_IBARRIER))) abar_mpi__shm_try(m);
-        /* a rank's own business (need not agree): arrivals without the lock
-         * (abar_mpi__arrive_posted); under the lock the thread reads it */
-        pthread_mutex_lock(&m->lock);
-        m->post_lockfree = m->has_thread && !m->oversub && threads == 1 && m->engine != ENG_SHM &&
-                           m->engine != ENG_FLAGS;
-        pthread_mutex_unlock(&m->lock);
     }
     if (r) {
         if (m) {
@@ -279,8 +272,7 @@ int abar_mpi_destroy(abar_mpi_t *b)
     /* seq_cst pairs with the callers' registration in `inside` */
     if (atomic_load(&m->inside) != 0) return EBUSY;
     pthread_mutex_lock(&m->lock);
-    /* posted without the lock and not yet adopted counts too */
-    bool in_flight = m->stage != ST_IDLE || atomic_load(&m->posts) > m->done;
+    bool in_flight = m->stage != ST_IDLE;
     pthread_mutex_unlock(&m->lock);
     /* Hierarchical: some of this rank's threads arrived in a phase that has
      * not completed here (more arrivals than the completed phases took),

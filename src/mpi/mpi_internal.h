@@ -161,8 +161,7 @@ struct mpi_impl {
     _Atomic uint32_t fl_slept; /* this rank's waits have been parking (a hint: engine_flags.c) */
     /* progress thread */
     bool has_thread, stop;
-    _Atomic bool parked;       /* the progress thread sleeps on kick (written under lock) */
-    bool post_lockfree;        /* flat, driven by the progress thread: arrivals only bump posts */
+    bool parked;               /* the progress thread sleeps on kick */
     bool unstarted;            /* the phase in flight is posted, its MPI calls not yet made */
     _Atomic uint64_t posts;    /* phases posted: the progress thread spins on it */
     unsigned progress_us;
@@ -247,8 +246,6 @@ void abar_mpi__fail(struct mpi_impl *m);
 int abar_mpi__start_phase(struct mpi_impl *m);
 void abar_mpi__progress_locked(struct mpi_impl *m);
 void abar_mpi__progress_try(struct mpi_impl *m);
-void abar_mpi__adopt_post(struct mpi_impl *m);
-abar_token_t abar_mpi__arrive_posted(struct mpi_impl *m);
 void abar_mpi__post(void *arg);
 void abar_mpi__post_locked(struct mpi_impl *m);
 void *abar_mpi__progress_main(void *arg);

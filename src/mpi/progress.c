@@ -28,46 +28,10 @@ int abar_mpi__start_phase(struct mpi_impl *m)
     }
 }
 
-/* Flat, with a progress thread that has a CPU of its own: an arrival
- * makes no MPI call and takes no lock.  release's current phase k names
- * the phase it joins, and it moves `posts` from k to k+1 (posts counts the
- * rank's arrivals, release the phases done: equal while nothing is in
- * flight, so a failed move means this rank has already arrived in k).
- * The progress thread, spinning on posts, or any poller, then adopts the
- * phase under the lock (abar_mpi__adopt_post).  Taking the lock here cost
- * two transfers of the mutex's line a phase, to the arrival and back to
- * the thread (docs/mpi.md). */
-abar_token_t abar_mpi__arrive_posted(struct mpi_impl *m)
-{
-    abar_token_t t = abar_current(&m->release); /* ECANCELED if cancelled */
-    if (abar_token_error(t)) return t;
-    uint64_t k = t.raw;                         /* release's open phase */
-    /* seq_cst: a Dekker pair with the thread's `parked` then posts, below */
-    if (!atomic_compare_exchange_strong(&m->posts, &k, k + 1)) return tok_err(EINVAL);
-    if (atomic_load(&m->parked)) {
-        pthread_mutex_lock(&m->lock);
-        pthread_cond_signal(&m->kick);
-        pthread_mutex_unlock(&m->lock);
-    }
-    return t;
-}
-
-/* Under m->lock: a phase that abar_mpi__arrive_posted counted in posts
- * and nobody has started yet becomes the phase in flight. */
-void abar_mpi__adopt_post(struct mpi_impl *m)
-{
-    if (m->post_lockfree && m->stage == ST_IDLE && atomic_load(&m->posts) > m->done) {
-        m->phase = m->done;
-        m->stage = ST_ARRIVING;
-        m->unstarted = true; /* its MPI calls are the poller's */
-    }
-}
-
 /* One poll of the phase in flight; releases the rank when it is done.
  * Called with m->lock held. */
 void abar_mpi__progress_locked(struct mpi_impl *m)
 {
-    abar_mpi__adopt_post(m);
     if (m->stage == ST_IDLE || atomic_load_explicit(&m->err, memory_order_relaxed)) return;
     if (m->unstarted) {
         /* posted by an arrival that left the MPI calls to the progress thread */
@@ -127,7 +91,7 @@ void abar_mpi__post_locked(struct mpi_impl *m)
         /* the progress thread spins on posts between phases, or parks;
          * seq_cst: a driver handing its role back reads it (drive()) */
         atomic_fetch_add(&m->posts, 1);
-        if (atomic_load(&m->parked)) pthread_cond_signal(&m->kick);
+        if (m->parked) pthread_cond_signal(&m->kick);
     }
 }
 
@@ -186,7 +150,6 @@ void *abar_mpi__progress_main(void *arg)
             lock_polling(m, oversub);
             continue;
         }
-        abar_mpi__adopt_post(m);
         if (m->stage == ST_IDLE || atomic_load(&m->err)) {
             uint64_t seen = atomic_load_explicit(&m->posts, memory_order_relaxed);
             pthread_mutex_unlock(&m->lock);
@@ -196,13 +159,10 @@ void *abar_mpi__progress_main(void *arg)
                 if (i % 64 == 0 && now_ns() - t0 >= PROGRESS_SPIN_NS) break;
             }
             lock_polling(m, oversub);
-            if (!m->stop && !m->oversub) {
-                /* seq_cst (parked, then posts): an arrival that bumps posts
-                 * without the lock reads parked after; one of the two sees
-                 * the other (abar_mpi__arrive_posted) */
-                atomic_store(&m->parked, true);
-                if (atomic_load(&m->posts) == seen) pthread_cond_wait(&m->kick, &m->lock);
-                atomic_store(&m->parked, false);
+            if (!m->stop && !m->oversub && atomic_load_explicit(&m->posts, memory_order_relaxed) == seen) {
+                m->parked = true;
+                pthread_cond_wait(&m->kick, &m->lock);
+                m->parked = false;
             }
             continue;
         }

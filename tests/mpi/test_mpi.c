@@ -668,42 +668,4 @@ MTEST(progress_thread_completes_while_computing)
     MCHECK_EQ(abar_mpi_destroy(&b), 0);
 }
 
-/* Flat with a progress thread that has a CPU of its own: arrivals bump a
- * counter without the lock and the thread (or a poller) adopts the phase.
- * White box: CI's CPUs are too few for init to choose it, so the case
- * forces it (the thread then polls slowly, and waits drive too). */
-MTEST(progress_thread_arrivals_without_lock)
-{
-    abar_mpi_t b;
-    abar_mpi_attr_t a = attr0();
-    a.flags = ABAR_MPI_PROGRESS_THREAD | ABAR_MPI_P2P;
-    MCHECK_EQ(abar_mpi_init(&b, MPI_COMM_WORLD, &a), 0);
-    struct mpi_impl *mi = b._private;
-    pthread_mutex_lock(&mi->lock);
-    MCHECK_EQ(mi->post_lockfree, !mi->oversub); /* chosen wherever the thread has a CPU */
-    mi->post_lockfree = true;
-    pthread_mutex_unlock(&mi->lock);
-    for (int k = 0; k < 300; k++) {
-        abar_token_t t = { 0, 0 };
-        if (k % 100 == 0) {
-            /* rank 0 first, alone in the phase: already counted, its second
-             * arrival is refused, and destroy would strand the others */
-            if (mrank == 0) {
-                t = abar_mpi_arrive(&b);
-                MCHECK_EQ(abar_token_error(abar_mpi_arrive(&b)), EINVAL);
-                MCHECK_EQ(abar_mpi_destroy(&b), EBUSY);
-            }
-            MPI_Barrier(MPI_COMM_WORLD);
-        }
-        if (k % 100 != 0 || mrank != 0) t = abar_mpi_arrive(&b);
-        MCHECK_EQ(abar_token_error(t), 0);
-        int r;
-        if (k % 3 == 0) while ((r = abar_mpi_test(&b, t)) == EBUSY) {}
-        else r = abar_mpi_wait(&b, t);
-        MCHECK_EQ(r, 0);
-        MCHECK_EQ(abar_mpi_phase(&b), k + 1);
-    }
-    MCHECK_EQ(abar_mpi_destroy(&b), 0);
-}
-
 int main(int argc, char **argv) { return mharness_main(argc, argv, MPI_THREAD_MULTIPLE); }
