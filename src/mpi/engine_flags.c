@@ -93,6 +93,23 @@ static void wake_all(struct shm_flags *f)
     errno = saved;
 }
 
+/* The rank has arrived in `arrived` phases: its flag says so, and its
+ * sleepers are woken.  No locked instruction unless someone sleeps. */
+static void publish(struct mpi_impl *m, uint64_t arrived)
+{
+    struct shm_flags *f = m->fl;
+    /* release: everything this rank wrote before arriving reaches whoever
+     * sees the flag (a plain store on x86: it drains while we compute) */
+    atomic_store_explicit(flag_of(f, m->rank), arrived, memory_order_release);
+    /* The store, then the look at `sleepers` (the Dekker pair above). */
+    if (m->fl_asym) atomic_signal_fence(memory_order_seq_cst);
+    else atomic_thread_fence(memory_order_seq_cst);
+    /* relaxed: ordered by the fence (or the sleeper's membarrier) */
+    if (atomic_load_explicit(&f->sleepers, memory_order_relaxed)) wake_all(f);
+    /* release: our last access to the segment and to m; destroy acquires */
+    atomic_store_explicit(&m->published, arrived, memory_order_release);
+}
+
 /* An arrival.  Its only locked instructions come before its flag store: a
  * locked instruction after it (x86) would wait for the store to drain, that
  * is, for the flag's line to come back from the ranks that read it, and the
@@ -121,17 +138,7 @@ abar_token_t abar_mpi__flags_arrive(struct mpi_impl *m, bool registered)
         t = (abar_token_t){ .raw = k, .id = m->tok_id };
     if (!registered) atomic_fetch_sub_explicit(&m->inside, 1, memory_order_release);
     if (t.id == 0) return t;
-    struct shm_flags *f = m->fl;
-    /* release: everything this rank wrote before arriving reaches whoever
-     * sees the flag (a plain store on x86: it drains while we compute) */
-    atomic_store_explicit(flag_of(f, m->rank), k + 1, memory_order_release);
-    /* The store, then the look at `sleepers` (the Dekker pair above). */
-    if (m->fl_asym) atomic_signal_fence(memory_order_seq_cst);
-    else atomic_thread_fence(memory_order_seq_cst);
-    /* relaxed: ordered by the fence (or the sleeper's membarrier) */
-    if (atomic_load_explicit(&f->sleepers, memory_order_relaxed)) wake_all(f);
-    /* release: our last access to the segment and to m; destroy acquires */
-    atomic_store_explicit(&m->published, k + 1, memory_order_release);
+    publish(m, k + 1);
     return t;
 }
 
@@ -144,13 +151,7 @@ void abar_mpi__flags_post(struct mpi_impl *m)
 {
     const uint64_t k = atomic_load_explicit(&m->next, memory_order_relaxed);
     atomic_store_explicit(&m->next, k + 1, memory_order_relaxed);
-    struct shm_flags *f = m->fl;
-    /* release: every local arrival's writes (the completion acquired them) */
-    atomic_store_explicit(flag_of(f, m->rank), k + 1, memory_order_release);
-    if (m->fl_asym) atomic_signal_fence(memory_order_seq_cst);
-    else atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&f->sleepers, memory_order_relaxed)) wake_all(f);
-    atomic_store_explicit(&m->published, k + 1, memory_order_release);
+    publish(m, k + 1); /* the local arrivals' writes: the completion acquired them */
 }
 
 /* Hierarchical: one thread's arrival, on the rank's local barrier.  Its
