@@ -68,9 +68,11 @@ static bool flags_done(struct mpi_impl *m, uint64_t k)
         if (v <= k) return false;
         if (v < low) low = v;
     }
-    /* A lower bound, however stale another thread's store: relaxed ordering
-     * between two such stores only makes a later caller scan again. */
-    atomic_store_explicit(&m->completed, low, memory_order_release);
+    /* A lower bound, however stale another thread's store: two such stores
+     * racing only make a later caller scan again.  Written only when it
+     * grows: a rank's threads all finish the same phase. */
+    if (atomic_load_explicit(&m->completed, memory_order_relaxed) < low)
+        atomic_store_explicit(&m->completed, low, memory_order_release);
     return true;
 }
 
