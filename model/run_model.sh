@@ -9,7 +9,8 @@
 #   the findings F1, F2, F4 (old code), each planted bug (MUTANT=1,2,3,5,6,7,8,11,12,13;
 #   the arrival tree's 14,15,16,17; the pair's add 8, 18, 19)
 #   and the unsafe usage SPLIT_FINAL=1 must be caught (errors > 0), so the
-#   check is known to be able to fail.  Then liveness (P6): a non-progress
+#   check is known to be able to fail.  Then abar_mpi's flags engine
+#   (model/mpi_flags.pml): three configurations, three planted bugs.  Then liveness (P6): a non-progress
 #   cycle search under weak fairness (pan -DNP, -l -f) on three
 #   configurations must find no cycle, and must find the planted livelocks
 #   (MUTANT=9,10).
@@ -45,9 +46,10 @@ fail=0
 # cut short) and secs.  Returns 1, having said FAIL, if pan could not be built.
 run_pan() {
   local name=$1 ccdefs=$2 panflags=$3; shift 3
+  local pml=${PML:-abar.pml}
   d=$work/$name
-  rm -rf "$d"; mkdir -p "$d"; cp "$here/abar.pml" "$d/"
-  (cd "$d" && spin -a "$@" abar.pml >spin.log 2>&1) || { echo "FAIL $name: spin -a"; cat "$d/spin.log"; fail=1; return 1; }
+  rm -rf "$d"; mkdir -p "$d"; cp "$here/$pml" "$d/"
+  (cd "$d" && spin -a "$@" "$pml" >spin.log 2>&1) || { echo "FAIL $name: spin -a"; cat "$d/spin.log"; fail=1; return 1; }
   # $ccdefs and $panflags are word lists: unquoted on purpose
   # state compression: COLLAPSE (exact), or PAN_COMPRESS=-DHC4 (hash
   # compaction: far less memory, may in rare cases miss a state)
@@ -76,7 +78,7 @@ check() {
     else
       echo "FAIL $name: errors=${errs:-?} incomplete=${incomplete:-0} [$*]"
       grep -E 'assertion violated|invalid end state|error|MEMLIM|depth' "$log" | head -5
-      [ -f "$d/abar.pml.trail" ] && echo "  trail: (cd $d && spin -t -p $* abar.pml)"
+      [ -f "$d/${PML:-abar.pml}.trail" ] && echo "  trail: (cd $d && spin -t -p $* ${PML:-abar.pml})"
       fail=1
     fi
   else
@@ -164,6 +166,15 @@ check mutant16-tree-ignores-lock        bug $M -DNARR=2 -DTREE=1 -DMUTANT=16
 check mutant17-tree-zero-quota-leaf     bug $M -DCANCELLER=0 -DFULL_MENU=1 -DTREE=1 -DMUTANT=17
 check split-final-wait-vs-destroy   bug -DN=2 -DNPH=1 -DOBSERVER=0 -DCANCELLER=0 -DSPLIT_FINAL=1
 
+# abar_mpi's flags engine (model/mpi_flags.pml, src/mpi/engine_flags.c):
+# its park and wake protocol, with a cancel; and its planted bugs.
+PML=mpi_flags.pml check flags-2x3        ok -DR=2 -DPH=3
+PML=mpi_flags.pml check flags-3x2        ok -DR=3 -DPH=2
+PML=mpi_flags.pml check flags-2x3-cancel ok -DR=2 -DPH=3 -DCANCEL=1
+PML=mpi_flags.pml check flags-mutant1-look-before-store bug -DR=2 -DPH=2 -DMUTANT=1
+PML=mpi_flags.pml check flags-mutant2-word-read-late    bug -DR=2 -DPH=2 -DMUTANT=2
+PML=mpi_flags.pml check flags-mutant3-cancel-no-bump    bug -DR=2 -DPH=2 -DCANCEL=1 -DMUTANT=3
+
 # Liveness (P6): every weakly fair execution terminates, i.e. no cycle in
 # which the system runs for ever (a CAS retry loop, a waiter that yields or
 # spins without end) while every process that stays enabled gets its turn.
@@ -185,7 +196,7 @@ live() {
     else
       echo "FAIL $name: errors=${errs:-?} incomplete=${incomplete:-0} [$*]"
       grep -E 'non-progress cycle \(|error|MEMLIM|depth' "$log" | head -5
-      [ -f "$d/abar.pml.trail" ] && echo "  trail: (cd $d && spin -t -p $* abar.pml)"
+      [ -f "$d/${PML:-abar.pml}.trail" ] && echo "  trail: (cd $d && spin -t -p $* ${PML:-abar.pml})"
       fail=1
     fi
   else
