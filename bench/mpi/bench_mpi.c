@@ -55,12 +55,13 @@ static double median(double *v, int n)
 /* ---- the methods: each runs `n` phases with `w` us of work between arrive and wait */
 
 enum { M_BARRIER, M_IBARRIER, M_ABAR, M_ABAR_P2P, M_ABAR_IBAR, M_ABAR_COMPL, M_ABAR_COMPL_P2P,
-       M_ABAR_PROG, M_HIER, M_HIER_P2P, M_ABAR_TEST, M_COUNT };
+       M_ABAR_PROG, M_HIER, M_HIER_P2P, M_ABAR_TEST, M_ABAR_PROG_SHM, M_COUNT };
 static const char *mname[M_COUNT] = { "MPI_Barrier", "MPI_Ibarrier+MPI_Wait", "abar_mpi(shm)",
                                       "abar_mpi(p2p)", "abar_mpi(IBARRIER)", "abar_mpi(shm,compl)",
                                       "abar_mpi(p2p,compl)", "abar_mpi(p2p,progress)",
-                                      "abar_mpi(shm,hier)", "abar_mpi(p2p,hier)", "abar_mpi(p2p,test)" };
-static int nthreads[M_COUNT] = { 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 1 };
+                                      "abar_mpi(shm,hier)", "abar_mpi(p2p,hier)", "abar_mpi(p2p,test)",
+                                      "abar_mpi(shm,progress)" };
+static int nthreads[M_COUNT] = { 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 1, 1 };
 static abar_mpi_t bars[M_COUNT];
 static uint64_t result;
 static void on_complete(void *arg) { (*(uint64_t *)arg)++; }
@@ -184,6 +185,7 @@ int main(int argc, char **argv)
     }
     a[M_ABAR_COMPL_P2P].flags = ABAR_MPI_P2P;
     a[M_ABAR_PROG].flags = ABAR_MPI_PROGRESS_THREAD | ABAR_MPI_P2P;
+    a[M_ABAR_PROG_SHM].flags = ABAR_MPI_PROGRESS_THREAD; /* the default engine: on one node, no MPI to drive */
     a[M_HIER].threads = a[M_HIER_P2P].threads = (unsigned)nthreads[M_HIER];
     a[M_ABAR_TEST].flags = ABAR_MPI_P2P;
     a[M_HIER_P2P].flags = ABAR_MPI_P2P;
@@ -208,7 +210,7 @@ int main(int argc, char **argv)
 
     /* overlap: W as multiples of each method's own latency */
     const double mult[] = { 0.5, 1, 2, 4, 8 };
-    const int ovm[] = { M_IBARRIER, M_ABAR, M_ABAR_P2P, M_ABAR_TEST, M_ABAR_PROG, M_HIER, M_HIER_P2P };
+    const int ovm[] = { M_IBARRIER, M_ABAR, M_ABAR_P2P, M_ABAR_TEST, M_ABAR_PROG, M_ABAR_PROG_SHM, M_HIER, M_HIER_P2P };
     int on = iters / 4 + 1;
     if (rank == 0) printf("# overlap: arrive, W us of work, wait; %d iterations x %d runs, median\n"
                           "# ovl name ranks W_us us_per_iter exposed_us hidden_pct hidden_vs_barrier_pct\n", on, reps);
@@ -234,7 +236,7 @@ int main(int argc, char **argv)
      * the latency was hidden) */
     if (rank == 0) printf("# cost of the calls at W = 8 x latency (rank 0, mean)\n"
                           "# cpu name ranks arrive_us wait_us\n");
-    const int cpm[] = { M_ABAR, M_ABAR_P2P, M_ABAR_PROG };
+    const int cpm[] = { M_ABAR, M_ABAR_P2P, M_ABAR_PROG, M_ABAR_PROG_SHM };
     for (unsigned j = 0; j < sizeof cpm / sizeof *cpm; j++) {
         int m = cpm[j];
         double W = 8 * lat[m];
