@@ -1,6 +1,6 @@
 /*
- * engine_flags.c - every rank on one node, one participant a rank, no
- * completion: one flag a rank in the node's shared memory.
+ * engine_flags.c - every rank on one node, no completion function: one
+ * flag a rank in the node's shared memory.
  *
  * Rank r's flag (a line of its own) counts the phases r has arrived in, and
  * phase k is complete once every flag is above k.  An arrival is one plain
