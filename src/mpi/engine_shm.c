@@ -137,10 +137,10 @@ void abar_mpi__shm_try(struct mpi_impl *m)
      * several threads a rank, no rank oversubscribed (there every thread
      * spinning and parking on the flags collapsed now and then to 100-270
      * µs a phase on the 16-core host, where two levels take 7-12:
-     * docs/mpi.md);
-     * ABAR_MPI_FLAGS=0 (on any rank) says no, =1 yes where it can.  Else direct when no
-     * completion and some rank runs several threads: the shared barrier
-     * then counts every thread of every rank (above).  Not
+     * docs/mpi.md); ABAR_MPI_FLAGS=0 (on any rank) says no, =1 yes where
+     * it can.  Else direct when no completion and some rank runs several
+     * threads: the shared barrier then counts every thread of every rank
+     * (above).  Not
      * when oversubscribed: there every thread of the node on one barrier
      * costs more switches than a rank's threads on their own barrier and
      * one arrival a rank (docs/mpi.md, Hierarchical mode).

@@ -274,11 +274,12 @@ int abar_mpi_destroy(abar_mpi_t *b)
     pthread_mutex_lock(&m->lock);
     bool in_flight = m->stage != ST_IDLE;
     pthread_mutex_unlock(&m->lock);
+    /* Flags: this rank's flag is ahead of the phases complete. */
+    if (m->engine == ENG_FLAGS)
+        in_flight |= atomic_load(&m->next) > abar_mpi_phase(b);
     /* Hierarchical: some of this rank's threads arrived in a phase that has
      * not completed here (more arrivals than the completed phases took),
      * posted to MPI or not. */
-    if (m->engine == ENG_FLAGS)
-        in_flight |= atomic_load(&m->next) > abar_mpi_phase(b);
     if (m->threads > 1)
         in_flight |= atomic_load(&m->arrivals) > (uint64_t)m->threads * abar_mpi_phase(b);
     /* A phase in flight (this rank arrived, the others may not have) would

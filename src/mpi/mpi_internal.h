@@ -80,9 +80,9 @@
 
 enum engine { ENG_DISSEM, ENG_IBARRIER, ENG_TREE, ENG_SHM, ENG_FLAGS };
 
-/* ENG_FLAGS: every rank on one node, one participant a rank, no completion;
- * a segment of MPI_Win_allocate_shared holding one flag a rank
- * (engine_flags.c).  FLAGS_MAX: the most ranks (a wait reads every flag). */
+/* ENG_FLAGS: every rank on one node, no completion function; a segment of
+ * MPI_Win_allocate_shared holding one flag a rank (engine_flags.c).
+ * FLAGS_MAX: the most ranks (a wait reads every flag). */
 #define FLAGS_MAX 64
 struct shm_flags {
     _Atomic uint32_t futex;    /* bumped by an arrival that saw a sleeper, and by a cancel */
