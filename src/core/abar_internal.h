@@ -108,8 +108,10 @@ struct abar__release {
 
 /* A wider barrier, unless process-shared, counts its arrivals in an arrival
  * tree of leaves (tree.c); the number of leaves is in flags. */
-#define ABAR__TREE_MIN        9u  /* the smallest expected count with leaves */
-#define ABAR__TREE_FANOUT     4u  /* units per leaf, about */
+#define ABAR__TREE_MIN        5u  /* the smallest expected count with leaves */
+#define ABAR__TREE_SMALL_MAX  10u /* up to this expected count, leaves of */
+#define ABAR__TREE_FANOUT_SMALL 2u /* about this many units; above it, of */
+#define ABAR__TREE_FANOUT     4u  /* about this many (docs/bench.md) */
 #define ABAR__TREE_LEAVES_MAX 128u
 #define ABAR__NLEAVES_SHIFT   16
 #define ABAR__NLEAVES_MASK    (0xffu << ABAR__NLEAVES_SHIFT)
@@ -309,6 +311,7 @@ static inline uint32_t abar__nleaves(const struct abar_impl *b)
     return (b->flags & ABAR__NLEAVES_MASK) >> ABAR__NLEAVES_SHIFT;
 }
 int abar__tree_setup(struct abar_impl *b, uint32_t expected);
+int32_t abar__test_pending(abar_t *b); /* test hook: arrivals the open phase still expects */
 void abar__tree_free(struct abar_impl *b);
 void abar__tree_set_phase(struct abar_impl *b, uint64_t phase);
 abar_token_t abar__tree_arrive1(struct abar_impl *b, bool drop, bool *last);

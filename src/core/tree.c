@@ -1,12 +1,13 @@
 /* tree.c - the arrival tree of a wide barrier: arrivals combined in leaves.
  *
  * With one counter, the T arrivals of a phase are T transfers of one line,
- * one after the other.  A wide barrier (abar__tree_wanted) instead splits
+ * one after the other.  A wide barrier (abar__tree_setup) instead splits
  * its expected count E into L leaves, one line each, leaf i holding a quota
- * q_i (the q_i sum to E, each about ABAR__TREE_FANOUT).  An arrival takes a
- * unit of a leaf: its home leaf (by thread), or, if that one is full, the
- * next with a unit left.  Arrivals stay anonymous: any thread may take any
- * unit, and since a phase has exactly E units, E arrivals always find one.
+ * q_i (the q_i sum to E, each about 2, or 4 from 11 threads).  An arrival
+ * takes a unit of a leaf: its home leaf (by thread), or, if that one is
+ * full, the next with a unit left.  Arrivals stay anonymous: any thread may
+ * take any unit, and since a phase has exactly E units, E arrivals always
+ * find one.
  * The arrival that takes a leaf's last unit forwards the leaf to the state
  * word: one RMW that subtracts q_i from pending and adds the leaf's drops.
  * The forward that takes pending to 0 completes the phase (abar__complete,
@@ -96,9 +97,9 @@ static inline uint32_t quota_of(uint32_t e, uint32_t nleaves, uint32_t i)
 static _Atomic uint32_t tree_min_cache;
 
 /* The smallest expected count that gets a tree: ABAR_TREE_MIN from the
- * environment (tests force trees on small barriers with it), else 9: at
- * 8 threads the single counter was the faster in the same runs (measured
- * on the 16-core host: docs/bench.md). */
+ * environment (tests force trees on small barriers with it), else 5: at
+ * 3 and 4 threads the single counter was the faster in the same runs
+ * (measured on the 16-core host: docs/bench.md). */
 static uint32_t tree_min(void)
 {
     /* relaxed: every thread computes the same value */
@@ -118,7 +119,11 @@ static uint32_t tree_min(void)
 int abar__tree_setup(struct abar_impl *b, uint32_t expected)
 {
     if ((b->flags & ABAR_PSHARED) || expected < tree_min()) return 0;
-    uint32_t n = (expected + ABAR__TREE_FANOUT - 1) / ABAR__TREE_FANOUT;
+    /* Leaves of 2 up to 10 threads, of 4 above: with F units a leaf and L
+     * leaves a phase costs about F + L transfers in sequence, and on the
+     * 16-core host pairs won from 5 to 10 threads, fours from 11. */
+    const uint32_t fan = expected <= ABAR__TREE_SMALL_MAX ? ABAR__TREE_FANOUT_SMALL : ABAR__TREE_FANOUT;
+    uint32_t n = (expected + fan - 1) / fan;
     if (n > ABAR__TREE_LEAVES_MAX) n = ABAR__TREE_LEAVES_MAX;
     if (n < 2 || (expected + n - 1) / n > LF_TAKEN_MASK) return 0;
     struct abar__leaf *lv = aligned_alloc(64, n * sizeof *lv);
@@ -143,6 +148,24 @@ void abar__tree_set_phase(struct abar_impl *b, uint64_t phase)
 {
     for (uint32_t i = 0; i < abar__nleaves(b); i++)
         atomic_store_explicit(&b->leaves[i].w, lf_make(phase - 1, 0, 0, 0), memory_order_relaxed);
+}
+
+/* Test hook: the arrivals the open phase still expects (the state word's
+ * count less the units taken in leaves not yet forwarded).  A snapshot for
+ * tests that poll it: a leaf just filled and not yet forwarded reads one
+ * leaf's worth too high for a moment. */
+int32_t abar__test_pending(abar_t *bar)
+{
+    struct abar_impl *b = impl(bar);
+    uint64_t s;
+    const uint64_t cur = abar__snapshot(b, &s);
+    const uint64_t open = abar__state_phase(cur, s);
+    int32_t n = st_pending(s);
+    for (uint32_t i = 0; b->leaves && i < abar__nleaves(b); i++) {
+        const uint64_t w = atomic_load(&b->leaves[i].w);
+        if (lf_age(w, open) == 0 && lf_taken(w) < lf_quota(w)) n -= (int32_t)lf_taken(w);
+    }
+    return n;
 }
 
 /* ---- arrivals ----------------------------------------------------------- */

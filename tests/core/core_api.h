@@ -73,11 +73,12 @@ static inline void await_inside(abar_t *b, unsigned n)
 }
 
 /* Waits (up to 5 s) until the current phase has exactly n arrivals pending
- * (white box: the state word), e.g. until another thread's arrival counted. */
+ * (white box: the state word and the leaves), e.g. until another thread's
+ * arrival counted. */
 static inline void await_pending(abar_t *b, uint32_t n)
 {
     uint64_t t0 = now_ns();
-    while (st_pending(atomic_load(&I(b)->state)) != (int64_t)n) {
+    while (abar__test_pending(b) != (int32_t)n) {
         if (now_ns() - t0 > 5000000000u) {
             fprintf(stderr, "pending never reached %u\n", n);
             _exit(1);

@@ -36,12 +36,16 @@ TEST(leaves_only_where_wide_and_private)
     CHECK_EQ(abar_init(&b, 16, &(abar_attr_t){ .flags = ABAR_PSHARED }), 0);
     CHECK(I(&b)->leaves == NULL); /* the leaves would live outside the shared mapping */
     CHECK_EQ(abar_destroy(&b), 0);
-    if (tree_min_default()) { /* leaves from 9 expected (ABAR__TREE_MIN) */
-        CHECK_EQ(abar_init(&b, 8, NULL), 0);
+    if (tree_min_default()) { /* leaves from 5 expected (ABAR__TREE_MIN) */
+        CHECK_EQ(abar_init(&b, 4, NULL), 0);
         CHECK(I(&b)->leaves == NULL);
         CHECK_EQ(abar_destroy(&b), 0);
-        CHECK_EQ(abar_init(&b, 9, NULL), 0);
-        CHECK_EQ(abar__nleaves(I(&b)), 3u);
+    }
+    /* leaves of 2 up to 10 expected, of 4 above */
+    const uint32_t sizes[][2] = { { 5, 3 }, { 8, 4 }, { 10, 5 }, { 11, 3 }, { 12, 3 }, { 13, 4 } };
+    for (unsigned i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        CHECK_EQ(abar_init(&b, sizes[i][0], NULL), 0);
+        CHECK_EQ(abar__nleaves(I(&b)), sizes[i][1]);
         CHECK_EQ(abar_destroy(&b), 0);
     }
     /* re-initialised without a destroy: the old leaves are freed (ASan/valgrind) */
@@ -97,14 +101,15 @@ TEST(one_thread_fills_every_leaf)
     CHECK_EQ(abar_destroy(&b), 0);
 }
 
-/* expected 9: three leaves of 3; a drop each phase shrinks the quotas until
- * leaves have none, then the last drop finishes the barrier. */
+/* expected 9: five leaves, of 2 and one of 1; a drop each phase shrinks
+ * the quotas until leaves have none, then the last drop finishes the
+ * barrier. */
 TEST(drops_shrink_quotas_to_nothing)
 {
     abar_t b;
     completions = 0;
     CHECK_EQ(abar_init(&b, 9, &(abar_attr_t){ .completion = count_phase }), 0);
-    if (tree_min_default()) CHECK_EQ(abar__nleaves(I(&b)), 3u);
+    CHECK_EQ(abar__nleaves(I(&b)), 5u);
     for (uint32_t e = 9; e >= 1; e--) {
         CHECK_EQ(atomic_load(&I(&b)->expected), e);
         for (uint32_t i = 1; i < e; i++) CHECK_EQ(abar_token_error(abar_arrive(&b)), 0);
