@@ -91,6 +91,11 @@ ABAR_API int abar_arrive_and_wait(abar_t *b);
 ABAR_API int abar_cancel(abar_t *b);
 ABAR_API uint64_t abar_phase(const abar_t *b);
 
+/* The CPUs this process may use: its affinity mask, capped by its cgroup's
+ * CPU quota (rounded up), at least 1.  What abar counts to decide whether a
+ * barrier is oversubscribed; read once, when the library is loaded. */
+ABAR_API unsigned abar_ncpu(void);
+
 /* 0 if t is a valid token (it may still name a phase that is not complete),
  * else the error abar_wait would return for it at once (EINVAL, ECANCELED). */
 ABAR_API int abar_token_error(abar_token_t t);

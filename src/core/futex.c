@@ -105,6 +105,8 @@ unsigned abar__ncpu(void)
 
 __attribute__((constructor)) static void ncpu_at_load(void) { (void)abar__ncpu(); }
 
+unsigned abar_ncpu(void) { return abar__ncpu(); }
+
 uint64_t abar__now_ns(void)
 {
     struct timespec ts;

@@ -4,6 +4,7 @@
  */
 #include "mpi_internal.h"
 
+#include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,7 +113,11 @@ static int setup_engine(struct mpi_impl *m)
  * (the union of their affinity masks), not the machine's: a job confined by
  * taskset, a cpuset or a container to fewer CPUs than the machine has is
  * oversubscribed by what it runs on them.  Where the mask cannot be read,
- * every online CPU counts. */
+ * every online CPU counts.  A cgroup CPU quota (abar_ncpu below the rank's
+ * mask) caps both counts: the node's at the largest a rank sees, as for
+ * ranks that share one container; a rank that sees none leaves it
+ * uncapped.  (Ranks in containers of their own, each with a quota, are
+ * counted as if they shared the largest: that errs towards yielding.) */
 static bool oversubscribed(MPI_Comm comm, unsigned threads)
 {
     cpu_set_t set;
@@ -120,7 +125,9 @@ static bool oversubscribed(MPI_Comm comm, unsigned threads)
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     if (sched_getaffinity(0, sizeof set, &set) != 0)
         for (long c = 0; c < online && c < CPU_SETSIZE; c++) CPU_SET((int)c, &set);
-    const int mine = CPU_COUNT(&set);
+    const int mask = CPU_COUNT(&set);
+    int cap = (int)abar_ncpu() < mask ? (int)abar_ncpu() : INT_MAX;
+    const int mine = mask < cap ? mask : cap;
     int local = 1, cpus = mine;
     MPI_Comm node;
     if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
@@ -129,6 +136,8 @@ static bool oversubscribed(MPI_Comm comm, unsigned threads)
             cpus = CPU_COUNT(&set);
         else
             cpus = (int)online;
+        if (MPI_Allreduce(MPI_IN_PLACE, &cap, 1, MPI_INT, MPI_MAX, node) == MPI_SUCCESS && cap < cpus)
+            cpus = cap;
         MPI_Comm_free(&node);
     }
     return (long)local * threads > cpus || (long)threads > mine;

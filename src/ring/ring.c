@@ -26,20 +26,6 @@ static uint32_t spin_budget(void)
 
 /* ---- life cycle ------------------------------------------------------------ */
 
-/* The CPUs this process may run on: the main thread's affinity mask (where
- * taskset, a cpuset or a container's CPU set shows; the main thread's id is
- * the process id, and a ring thread's own mask may be one pinned CPU), at
- * most the online CPUs.  As the core counts them (futex.c abar__ncpu). */
-static long process_cpus(void)
-{
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 1) n = 1;
-    cpu_set_t set;
-    if (sched_getaffinity(getpid(), sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 && CPU_COUNT(&set) < n)
-        n = CPU_COUNT(&set);
-    return n;
-}
-
 int abar_ring_init(abar_ring_t *ring, uint32_t stages, uint32_t producers,
                    uint32_t consumers, const abar_attr_t *attr)
 {
@@ -62,9 +48,10 @@ int abar_ring_init(abar_ring_t *ring, uint32_t stages, uint32_t producers,
      * adaptive spin counts the waiters of one barrier only, and a ring
      * spreads its waiters over 2*stages barriers).  ABAR_WAIT_SPIN: poll,
      * never park.  ABAR_WAIT_PARK: park at once.  More ring threads than
-     * CPUs: poll only briefly (RING_CROWDED_NS), since a long poll holds the
-     * CPU that the awaited thread needs, but a hand-off is often imminent. */
-    bool crowded = (long)producers + consumers > process_cpus();
+     * CPUs (abar_ncpu: the affinity mask and any cgroup CPU quota): poll
+     * only briefly (RING_CROWDED_NS), since a long poll holds the CPU that
+     * the awaited thread needs, but a hand-off is often imminent. */
+    bool crowded = (long)producers + consumers > (long)abar_ncpu();
     abar_attr_t a = { NULL, NULL, flags & ABAR_WAIT_SPIN ? ABAR_WAIT_SPIN : ABAR_WAIT_PARK };
     for (uint32_t k = 0; k < stages; k++) {
         if (abar_init(&bars[2 * (size_t)k], producers, &a) ||

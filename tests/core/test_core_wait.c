@@ -507,7 +507,8 @@ TEST(spin_budget_adapts_to_short_parks)
 /* The CPUs the core counts (oversubscription: more expected threads than
  * these) are the process's, its main thread's affinity mask, at most the
  * online ones and a cgroup quota's: under `taskset -c 0` (CTest
- * test_core_wait_1cpu) one. */
+ * test_core_wait_1cpu) one.  abar_ncpu tells the same count to callers
+ * (the MPI layer and the ring decide with it too). */
 TEST(ncpu_is_the_process_cpus)
 {
     cpu_set_t s;
@@ -517,6 +518,7 @@ TEST(ncpu_is_the_process_cpus)
     const long quota = abar__cgroup_cpus(""); /* 0: none (cgroup_quota_counts) */
     if (quota && quota < want) want = quota;
     CHECK_EQ(abar__ncpu(), want);
+    CHECK_EQ(abar_ncpu(), want);
 }
 
 /* A cgroup v2 CPU quota counts too (cpus.c): in a fake tree, the smallest
