@@ -24,10 +24,27 @@
  * (assertion); no process is left asleep (an invalid end state, which is
  * how a lost wake-up shows).
  *
+ * With DESTROY, another scenario (R = 2, PH = 1): rank 0 has two threads,
+ * an arriver and a destroyer, and rank 1 never arrives.  The arriver is
+ * abar_mpi__flags_arrive: it registers in `inside`, refuses if cancelled,
+ * takes the phase (`next`), leaves `inside`, and only then publishes (its
+ * flag, the look at `sleepers`, and `published`, its last touch of the
+ * segment and of m).  The destroyer is abar_mpi_destroy, started once the
+ * arriver is inside its call (a destroy racing a call that has not yet
+ * registered is the caller's race, as in the core): it may cancel first,
+ * then says EBUSY while anyone is inside, or while this rank's flag is
+ * ahead of the completed phases and there is no cancel; otherwise it
+ * waits for `published` to catch up with `next`, and frees.  Property:
+ * the arriver touches nothing after the free (assertion).  A hierarchical
+ * rank publishes from its local barrier's completion, inside an arrival
+ * that holds `inside` throughout, so the first check covers it.
+ *
  * Mutants (run_model.sh must catch each):
  *   1  the arrival looks at `sleepers` before it stores its flag
  *   2  the parker reads `futex` after its second look at the flags
  *   3  the cancel does not bump the word
+ *   4  (DESTROY) destroy does not wait for `published`
+ *   5  (DESTROY) the arrival stores `published` before its flag
  */
 #ifndef R
 #define R 2
@@ -40,6 +57,9 @@
 #endif
 #ifndef MUTANT
 #define MUTANT 0
+#endif
+#ifndef DESTROY
+#define DESTROY 0
 #endif
 
 byte flag[R];     /* phases each rank has arrived in */
@@ -115,8 +135,73 @@ proctype canceller()
 #endif
 }
 
+#if DESTROY
+byte inside;      /* rank 0's calls registered */
+byte next0;       /* phases rank 0 has arrived in (m->next) */
+byte published0;  /* arrivals done with the segment (m->published) */
+bool freed;       /* the destroyer freed m and unmapped the segment */
+bool started;     /* the arriver is inside its call */
+
+proctype arriver()
+{
+    byte k;
+    atomic { inside++; started = true };
+    if
+    :: cancelled -> inside--; goto out  /* refused: ECANCELED */
+    :: else -> skip
+    fi;
+    k = next0;
+    next0 = k + 1;
+    inside--;
+#if MUTANT == 5
+    assert(!freed); published0 = k + 1;
+    assert(!freed); flag[0] = k + 1;
+#else
+    assert(!freed); flag[0] = k + 1;
+#endif
+    assert(!freed);
+    if
+    :: sleepers > 0 -> futex++
+    :: else -> skip
+    fi;
+#if MUTANT != 5
+    assert(!freed); published0 = k + 1;
+#endif
+out:
+    skip
+}
+
+proctype destroyer()
+{
+    (started);
+    if
+    :: cancelled = true  /* abar_mpi_cancel, then destroy */
+    :: skip
+    fi;
+    if
+    :: inside != 0 -> goto busy
+    :: else -> skip
+    fi;
+    /* in flight: this rank's flag ahead of the completed phases (rank 1
+     * never arrives: none complete) */
+    if
+    :: next0 > 0 && !cancelled -> goto busy
+    :: else -> skip
+    fi;
+#if MUTANT != 4
+    (published0 == next0);
+#endif
+    freed = true;
+busy:
+    skip
+}
+#endif
+
 init
 {
+#if DESTROY
+    atomic { run arriver(); run destroyer() }
+#else
     atomic {
         byte i = 0;
         do
@@ -128,4 +213,5 @@ init
         :: else -> skip
         fi
     }
+#endif
 }

@@ -10,7 +10,8 @@
 #   the arrival tree's 14,15,16,17; the pair's add 8, 18, 19)
 #   and the unsafe usage SPLIT_FINAL=1 must be caught (errors > 0), so the
 #   check is known to be able to fail.  Then abar_mpi's flags engine
-#   (model/mpi_flags.pml): three configurations, three planted bugs.  Then liveness (P6): a non-progress
+#   (model/mpi_flags.pml): four configurations (one of them destroy racing
+#   an arrival), five planted bugs.  Then liveness (P6): a non-progress
 #   cycle search under weak fairness (pan -DNP, -l -f) on three
 #   configurations must find no cycle, and must find the planted livelocks
 #   (MUTANT=9,10).
@@ -174,6 +175,10 @@ PML=mpi_flags.pml check flags-2x3-cancel ok -DR=2 -DPH=3 -DCANCEL=1
 PML=mpi_flags.pml check flags-mutant1-look-before-store bug -DR=2 -DPH=2 -DMUTANT=1
 PML=mpi_flags.pml check flags-mutant2-word-read-late    bug -DR=2 -DPH=2 -DMUTANT=2
 PML=mpi_flags.pml check flags-mutant3-cancel-no-bump    bug -DR=2 -DPH=2 -DCANCEL=1 -DMUTANT=3
+# destroy racing an arrival of the same rank (DESTROY), and its planted bugs
+PML=mpi_flags.pml check flags-destroy            ok -DR=2 -DPH=1 -DDESTROY=1
+PML=mpi_flags.pml check flags-mutant4-destroy-no-wait   bug -DR=2 -DPH=1 -DDESTROY=1 -DMUTANT=4
+PML=mpi_flags.pml check flags-mutant5-published-first   bug -DR=2 -DPH=1 -DDESTROY=1 -DMUTANT=5
 
 # Liveness (P6): every weakly fair execution terminates, i.e. no cycle in
 # which the system runs for ever (a CAS retry loop, a waiter that yields or
