@@ -128,6 +128,15 @@ static void start_launch(struct abar__pool *p)
 static void pool_free(struct abar__pool *p)
 {
     if (p == NULL) return;
+    /* The slots' and teams' barriers (their workers stopped: none is in
+     * use): a barrier of 5 threads or more holds an arrival tree.  One
+     * never initialised is zero, which destroy refuses (EINVAL). */
+    for (unsigned i = 0; p->slots && p->teams && i < p->nthreads; i++) {
+        (void)abar_destroy(&p->slots[i].cbar);
+        (void)abar_destroy(&p->slots[i].sbar);
+        (void)abar_destroy(&p->teams[i].tbar);
+        (void)abar_destroy(&p->teams[i].tcbar);
+    }
     free(p->workers);
     free(p->cpu);
     free(p->grp);
