@@ -110,8 +110,8 @@ struct abar__release {
  * tree of leaves (tree.c); the number of leaves is in flags. */
 #define ABAR__TREE_MIN        5u  /* the smallest expected count with leaves */
 #define ABAR__TREE_SMALL_MAX  10u /* up to this expected count, leaves of */
-#define ABAR__TREE_FANOUT_SMALL 2u /* about this many units; above it, of */
-#define ABAR__TREE_FANOUT     4u  /* about this many (docs/bench.md) */
+#define ABAR__TREE_FANOUT_SMALL 2u /*   about this many units; */
+#define ABAR__TREE_FANOUT     4u  /* above it, of about this many (tree.c) */
 #define ABAR__TREE_LEAVES_MAX 128u
 #define ABAR__NLEAVES_SHIFT   16
 #define ABAR__NLEAVES_MASK    (0xffu << ABAR__NLEAVES_SHIFT)

@@ -119,9 +119,12 @@ static uint32_t tree_min(void)
 int abar__tree_setup(struct abar_impl *b, uint32_t expected)
 {
     if ((b->flags & ABAR_PSHARED) || expected < tree_min()) return 0;
-    /* Leaves of 2 up to 10 threads, of 4 above: with F units a leaf and L
-     * leaves a phase costs about F + L transfers in sequence, and on the
-     * 16-core host pairs won from 5 to 10 threads, fours from 11. */
+    /* Leaves of 2 up to 10 threads, of 4 above (a phase costs about F + L
+     * transfers in sequence, F units a leaf and L leaves).  On the 16-core
+     * host, paired in one process with what came before (the single
+     * counter below 9 threads, leaves of 4 from 9), leaves of 2 were faster
+     * at 5, 7 and 8 threads and level at 6, 9 and 10; leaves of 4 were the
+     * faster from 11 (docs/bench.md). */
     const uint32_t fan = expected <= ABAR__TREE_SMALL_MAX ? ABAR__TREE_FANOUT_SMALL : ABAR__TREE_FANOUT;
     uint32_t n = (expected + fan - 1) / fan;
     if (n > ABAR__TREE_LEAVES_MAX) n = ABAR__TREE_LEAVES_MAX;
