@@ -123,8 +123,8 @@ int abar__tree_setup(struct abar_impl *b, uint32_t expected)
      * transfers in sequence, F units a leaf and L leaves).  On the 16-core
      * host, paired in one process with what came before (the single
      * counter below 9 threads, leaves of 4 from 9), leaves of 2 were faster
-     * at 5, 7 and 8 threads and level at 6, 9 and 10; leaves of 4 were the
-     * faster from 11 (docs/bench.md). */
+     * at 7 and 8 threads, a little at 5 and 6, and level at 9 and 10; leaves
+     * of 4 were the faster from 11 (docs/bench.md). */
     const uint32_t fan = expected <= ABAR__TREE_SMALL_MAX ? ABAR__TREE_FANOUT_SMALL : ABAR__TREE_FANOUT;
     uint32_t n = (expected + fan - 1) / fan;
     if (n > ABAR__TREE_LEAVES_MAX) n = ABAR__TREE_LEAVES_MAX;
