@@ -55,7 +55,7 @@
  *      phase completed, and no arrival is counted after the cancel;
  *   P5 destroy never overlaps a call in progress: after abar_destroy returns
  *      0 no thread touches the barrier memory (FUTEX_WAKE on the address is
- *      allowed, futex.c:115-118); destroy is EBUSY while anyone is inside.
+ *      allowed, futex.c:117-120); destroy is EBUSY while anyone is inside.
  *   P6 (liveness, checked separately: pan -DNP, ./pan -l -f, run_model.sh's
  *      `live`) every weakly fair execution terminates: there is no cycle
  *      in which some process runs for ever (a CAS retry loop, a waiter that
@@ -131,7 +131,7 @@
  * PAIR (0: the barrier has a completion function, so every arrival takes
  * the general path; 1: it has none and expects N <= ABAR__PAIR_MAX = 2
  * threads, abar_internal.h:96-108: ABAR__TICKET, lifecycle.c:64: a single
- * arrival is one add of HALF, arrive.c:80, abar_internal.h:246-269, and
+ * arrival is one add of HALF, arrive.c:80, abar_internal.h:248-271, and
  * the second of a phase carries into the phase bits, which opens the next
  * phase in that add; since b03b267 (before it, pair_last's one CAS); not
  * with AW_REGISTERED),
@@ -270,12 +270,12 @@
  * sleeper read). */
 #define FUT_CANC    128
 #define FUT_COUNT   127
-#define INSIDE_DEAD 128           /* ABAR__INSIDE_DEAD, abar_internal.h:218 */
+#define INSIDE_DEAD 128           /* ABAR__INSIDE_DEAD, abar_internal.h:220 */
 
-/* ---- the barrier (struct abar_impl, abar_internal.h:118-143) ----
+/* ---- the barrier (struct abar_impl, abar_internal.h:120-145) ----
  * `phase` and `futex` are the release words (struct abar__release,
  * abar_internal.h:87-94), which every access reaches through rel(b)
- * (abar_internal.h:152-156): `pair` beside the state word or `wide` on a
+ * (abar_internal.h:154-158): `pair` beside the state word or `wide` on a
  * line of its own, fixed at init (ABAR__PAIR, lifecycle.c:63), so either way
  * one pair of words; where they live makes no difference to the protocol.
  * What ABAR__TICKET does change, the add of HALF, is the PAIR knob. */
@@ -289,10 +289,10 @@ bool slot[NPROC];       /* hazard.c: thread i announces this barrier */
 bool fq[NPROC];         /* kernel futex queue: fq[i] = thread i sleeps */
 #if TREE
 /* The arrival tree (tree.c), TREE=1: NL = 2 leaves, one word each, packed
- * as in tree.c:56-64 and shrunk: taken 3 bits, quota 3, drops 3, LOCK, and
+ * as in tree.c:57-65 and shrunk: taken 3 bits, quota 3, drops 3, LOCK, and
  * a tag of TBITS = 3 bits (19 in the C, which leaves the same window for
- * "a later phase": lf_age, tree.c:79-87).  Set up at init tagged one phase
- * before the first (tree.c:123-124). */
+ * "a later phase": lf_age, tree.c:80-88).  Set up at init tagged one phase
+ * before the first (tree.c:131-132). */
 #define NL       2
 #define TMASK    7
 #define LT(w)    ((w) & 7)
@@ -301,9 +301,9 @@ bool fq[NPROC];         /* kernel futex queue: fq[i] = thread i sleeps */
 #define LDROP    64
 #define LK       512
 #define LTAG(w)  (((w) >> 10) & TMASK)
-#define LMAKE(p, q, t, d) ((((p) & TMASK) << 10) | ((d) << 6) | ((q) << 3) | (t))  /* tree.c:66-70 */
+#define LMAKE(p, q, t, d) ((((p) & TMASK) << 10) | ((d) << 6) | ((q) << 3) | (t))  /* tree.c:67-71 */
 #define NEWER    255
-#define QUOTA(e, i) ((e) / NL + ((i) < (e) % NL -> 1 : 0))                        /* quota_of, tree.c:91-94 */
+#define QUOTA(e, i) ((e) / NL + ((i) < (e) % NL -> 1 : 0))                        /* quota_of, tree.c:92-95 */
 int leaf[NL] = LMAKE(TMASK, 0, 0, 0);
 #endif
 
@@ -322,11 +322,11 @@ bool cdone = !CANCELLER, odone = !OBSERVER;
 #define GEXP(p)    ((p) == 0 -> E0 : gexp[p])
 
 /* Every access to barrier memory: never after a successful destroy (P5).
- * abar__live's load of magic (abar_internal.h:174) is folded into the call's
+ * abar__live's load of magic (abar_internal.h:176) is folded into the call's
  * next access: a destroy before either is caught by that access. */
 #define ACCESS     assert(!dead)
 
-/* abar__snapshot, abar_internal.h:179-195: read phase, state, phase again;
+/* abar__snapshot, abar_internal.h:181-197: read phase, state, phase again;
  * returns cur (completed phases) and a state naming cur or cur + 1.  With
  * ATOMIC_SNAPSHOT the three loads are one step; that is sound exactly when
  * the check below holds for the three-step version (the ATOMIC_SNAPSHOT=0
@@ -340,12 +340,12 @@ inline snapshot(res, sv)
 inline snapshot(res, sv)
 {
     do
-    :: atomic { ACCESS; ph1 = phase };                   /* abar_internal.h:185 */
-       atomic { ACCESS; sv = state; gsr = gS; gtr = grefused }; /* abar_internal.h:187 */
-       atomic { ACCESS; ph2 = phase };                   /* abar_internal.h:190 */
+    :: atomic { ACCESS; ph1 = phase };                   /* abar_internal.h:187 */
+       atomic { ACCESS; sv = state; gsr = gS; gtr = grefused }; /* abar_internal.h:189 */
+       atomic { ACCESS; ph2 = phase };                   /* abar_internal.h:192 */
        if
        :: ph2 == ph1 ->
-          res = ph1;                                     /* abar_internal.h:191-192 */
+          res = ph1;                                     /* abar_internal.h:193-194 */
           assert(gsr == res || gsr == res + 1);          /* P2: phase in {S-1, S} */
           assert(STPH(sv) == LO(gsr) || gtr > 0);        /* (a pair's refused add moves the bits until taken back) */
           ph1 = 0; ph2 = 0; gsr = 0; gtr = 0;                     /* dead: keep the state space small */
@@ -355,7 +355,7 @@ inline snapshot(res, sv)
     od
 }
 #endif
-/* abar__state_phase, abar_internal.h:196-200 */
+/* abar__state_phase, abar_internal.h:198-202 */
 #define STATE_PHASE(c, sv) (STPH(sv) == LO(c) -> (c) : (c) + 1)
 
 /* judge, wait.c:14-26 (EDEADLK needs a completion that waits: not modelled) */
@@ -380,13 +380,13 @@ inline look(res, tk)
     judge(res, tk, cur, s)
 }
 
-/* abar__futex_wake_all, futex.c:119-125: touches only the address. */
+/* abar__futex_wake_all, futex.c:121-127: touches only the address. */
 inline futex_wake_all()
 {
     d_step { i = 0; do :: i < NPROC -> fq[i] = 0; i++ :: else -> break od; i = 0 }
 }
 
-/* abar__futex_wait, futex.c:129-139 (FUTEX_WAIT_BITSET, futex.c:134), called
+/* abar__futex_wait, futex.c:131-141 (FUTEX_WAIT_BITSET, futex.c:136), called
  * with val and a deadline or none. */
 inline futex_wait(res, val, tmd)
 {
@@ -497,7 +497,7 @@ blockdone:
  *
  * The hazard-slot fences (hazard.c:11-21).  The C orders the slot store
  * before the waiter's next loads with a "light" fence (wait.c:212,
- * abar_internal.h:298-302: only a compiler barrier where membarrier is
+ * abar_internal.h:300-304: only a compiler barrier where membarrier is
  * registered) and destroy's mark before its slot loads with a "heavy" one
  * (lifecycle.c:96, hazard.c:50-60: membarrier PRIVATE_EXPEDITED, then a
  * seq_cst fence).  The model is sequentially consistent, i.e. it assumes a
@@ -660,17 +660,17 @@ inline complete(p, ns)
 #if PAIR
 /* A pair's single arrival (PAIR: the barrier expects N <= ABAR__PAIR_MAX = 2
  * threads and has no completion function: ABAR__TICKET, lifecycle.c:64),
- * abar__ticket_arrive (abar_internal.h:246-269) with abar__ticket_slow
+ * abar__ticket_arrive (abar_internal.h:248-271) with abar__ticket_slow
  * (arrive.c:31-65): one add of HALF; the second arrival of a phase carries
  * out of HALF into the phase bits, which completes the phase and opens the
  * next in that add.  Refused (cancelled, finished, nothing left, or a phase
  * other than `before`): taken back by a subtraction.  tmp holds `before`
- * (abar_internal.h:250); token in tp, r = error, lst = completed the phase.
- * The inline fast path (abar_internal.h:257-267) is the two usual outcomes
+ * (abar_internal.h:252); token in tp, r = error, lst = completed the phase.
+ * The inline fast path (abar_internal.h:259-269) is the two usual outcomes
  * of the same add: the first of two, and the carry without PARKED. */
 inline ticket_arrive()
 {
-    atomic {                                             /* abar_internal.h:254: fetch_add HALF */
+    atomic {                                             /* abar_internal.h:256: fetch_add HALF */
         ACCESS; s = state; state = (state + HALF) & SMASK; ns = state;
         if
         :: !(s & (CANC | FIN)) && PEND(s) >= 1 && STPH(s) == LO(tmp) ->
@@ -682,7 +682,7 @@ inline ticket_arrive()
               assert(arrived[gS] == GEXP(gS) && !released[gS]); /* so the phase completes here */
               compl[gS]++;
               assert(compl[gS] == 1);
-              assert(gdrops[gS] == 0);                   /* a carry finds no drop (abar_internal.h:234-237) */
+              assert(gdrops[gS] == 0);                   /* a carry finds no drop (abar_internal.h:236-239) */
               gexp[gS + 1] = GEXP(gS);
               assert(gexp[gS + 1] == expected);          /* the next phase's count is this one's */
               gS = gS + 1
@@ -745,7 +745,7 @@ inline ticket_arrive()
 #endif
 
 #if TREE
-/* lf_age, tree.c:79-87: how many phases the leaf's tag is behind p, or
+/* lf_age, tree.c:80-88: how many phases the leaf's tag is behind p, or
  * NEWER (the C's -1: p has completed). */
 inline lf_age(res, wv, p)
 {
@@ -753,13 +753,13 @@ inline lf_age(res, wv, p)
     if :: res >= (TMASK >> 1) -> res = NEWER :: else -> skip fi
 }
 
-/* forward, tree.c:172-189: the leaf (or leaves) this thread filled go to
+/* forward, tree.c:198-215: the leaf (or leaves) this thread filled go to
  * the state word in one fetch_add: units off pending, drops on.  Refused
  * (cancelled) it is taken back (bug 15: never).  The forward that takes
  * pending to 0 completes phase pp. */
 inline forward(units, drps)
 {
-    atomic {                                             /* tree.c:178 */
+    atomic {                                             /* tree.c:204 */
         ACCESS; s = state; state = state + (drps) * DROP_ONE - (units); ns = state;
         if
         :: !(s & (CANC | FIN)) && PEND(s) >= (units) ->
@@ -769,77 +769,77 @@ inline forward(units, drps)
         fi
     };
     if
-    :: (s & (CANC | FIN)) || PEND(s) < (units) ->        /* tree.c:179 */
+    :: (s & (CANC | FIN)) || PEND(s) < (units) ->        /* tree.c:205 */
 #if MUTANT == 15
        skip                                              /* bug 15: the refused forward stays */
 #else
-       atomic { ACCESS; state = state - ((drps) * DROP_ONE - (units)) } /* tree.c:182 */
+       atomic { ACCESS; state = state - ((drps) * DROP_ONE - (units)) } /* tree.c:208 */
 #endif
     :: else ->
        if
-       :: PEND(ns) == 0 -> complete(pp, ns); lst = 1     /* tree.c:185-186 */
+       :: PEND(ns) == 0 -> complete(pp, ns); lst = 1     /* tree.c:211-212 */
        :: else -> skip
        fi
     fi
 }
 
-/* none_free, tree.c:193-204: no unit was free at phase p.  res: a verdict,
+/* none_free, tree.c:219-230: no unit was free at phase p.  res: a verdict,
  * or 0 to look again. */
 inline none_free(res, p)
 {
-    atomic { ACCESS; s = state };                        /* tree.c:196 */
+    atomic { ACCESS; s = state };                        /* tree.c:222 */
     if
-    :: s & (CANC | FIN) -> res = ECANCELED               /* tree.c:197 */
+    :: s & (CANC | FIN) -> res = ECANCELED               /* tree.c:223 */
     :: else ->
-       atomic { ACCESS; tmp = phase };                   /* tree.c:198 */
+       atomic { ACCESS; tmp = phase };                   /* tree.c:224 */
        if
        :: tmp != (p) -> res = 0
-       :: tmp == (p) && STPH(s) != LO(p) -> res = 0      /* tree.c:199-201: not yet published */
-       :: tmp == (p) && STPH(s) == LO(p) -> res = EINVAL /* tree.c:203 */
+       :: tmp == (p) && STPH(s) != LO(p) -> res = 0      /* tree.c:225-227: not yet published */
+       :: tmp == (p) && STPH(s) == LO(p) -> res = EINVAL /* tree.c:229 */
        fi;
        tmp = 0
     fi;
     s = 0
 }
 
-/* abar__tree_arrive1, tree.c:207-256: one arrival (a drop if drp).  The
- * leaf tried first is any leaf: the C's (home_leaf, tree.c:159-168, and
- * tree.c:242) depends on the thread's history, so every choice is explored.
+/* abar__tree_arrive1, tree.c:233-282: one arrival (a drop if drp).  The
+ * leaf tried first is any leaf: the C's (home_leaf, tree.c:185-194, and
+ * tree.c:268) depends on the thread's history, so every choice is explored.
  * The ghosts count the arrival at the CAS that takes its unit. */
 inline tree_arrive1(drp)
 {
-    if :: hl = 0 :: hl = 1 fi;                           /* tree.c:213 */
+    if :: hl = 0 :: hl = 1 fi;                           /* tree.c:239 */
     do
-    :: atomic { ACCESS; pp = phase };                    /* tree.c:219 */
-       atomic { ACCESS; tmp = futex };                   /* tree.c:220 */
+    :: atomic { ACCESS; pp = phase };                    /* tree.c:245 */
+       atomic { ACCESS; tmp = futex };                   /* tree.c:246 */
        if
-       :: tmp & FUT_CANC -> tmp = 0; r = ECANCELED; goto tree1done /* tree.c:221 */
+       :: tmp & FUT_CANC -> tmp = 0; r = ECANCELED; goto tree1done /* tree.c:247 */
        :: else -> tmp = 0
        fi;
-       atomic { ACCESS; e = expected };                  /* tree.c:222 */
+       atomic { ACCESS; e = expected };                  /* tree.c:248 */
        locked = 0; newer = 0; j = hl; kk = 0;
-       do                                                /* tree.c:225 */
+       do                                                /* tree.c:251 */
        :: kk < NL && !newer ->
-          q = QUOTA(e, j);                               /* tree.c:226 */
+          q = QUOTA(e, j);                               /* tree.c:252 */
           if
 #if MUTANT == 17
           :: true ->                                     /* bug 17: a leaf with no unit is not skipped */
 #else
-          :: q > 0 ->                                    /* tree.c:227 */
+          :: q > 0 ->                                    /* tree.c:253 */
 #endif
-             atomic { ACCESS; w = leaf[j] };             /* tree.c:228 */
+             atomic { ACCESS; w = leaf[j] };             /* tree.c:254 */
              do
-             :: lf_age(age, w, pp);                      /* tree.c:231 */
+             :: lf_age(age, w, pp);                      /* tree.c:257 */
 #if MUTANT != 16
-                if :: w & LK -> locked = 1; break :: else -> skip fi; /* tree.c:232 */
+                if :: w & LK -> locked = 1; break :: else -> skip fi; /* tree.c:258 */
 #endif
-                if :: age == NEWER -> newer = 1; break :: else -> skip fi; /* tree.c:233 */
+                if :: age == NEWER -> newer = 1; break :: else -> skip fi; /* tree.c:259 */
                 if
-                :: age > 0 -> nw = LMAKE(pp, q, 1, drp)  /* tree.c:234: first of phase pp */
-                :: age == 0 && LT(w) < LQ(w) -> nw = w + 1 + ((drp) -> LDROP : 0) /* tree.c:235 */
-                :: age == 0 && LT(w) >= LQ(w) -> break   /* tree.c:236: full */
+                :: age > 0 -> nw = LMAKE(pp, q, 1, drp)  /* tree.c:260: first of phase pp */
+                :: age == 0 && LT(w) < LQ(w) -> nw = w + 1 + ((drp) -> LDROP : 0) /* tree.c:261 */
+                :: age == 0 && LT(w) >= LQ(w) -> break   /* tree.c:262: full */
                 fi;
-                atomic {                                 /* tree.c:240 CAS */
+                atomic {                                 /* tree.c:266 CAS */
                     ACCESS;
                     if
                     :: leaf[j] == w ->
@@ -853,10 +853,10 @@ inline tree_arrive1(drp)
                 if
                 :: ok ->
                    if
-                   :: LT(nw) == LQ(nw) -> forward(LQ(nw), LD(nw)) /* tree.c:243 */
+                   :: LT(nw) == LQ(nw) -> forward(LQ(nw), LD(nw)) /* tree.c:269 */
                    :: else -> skip
                    fi;
-                   tp = pp; r = 0; goto tree1done        /* tree.c:244 */
+                   tp = pp; r = 0; goto tree1done        /* tree.c:270 */
                 :: else -> skip
                 fi
              od
@@ -866,11 +866,11 @@ inline tree_arrive1(drp)
        :: else -> break
        od;
        if
-       :: newer -> skip                                  /* tree.c:248 */
-       :: !newer && locked -> skip                       /* tree.c:249-251 */
+       :: newer -> skip                                  /* tree.c:274 */
+       :: !newer && locked -> skip                       /* tree.c:275-277 */
        :: !newer && !locked ->
-          none_free(err, pp);                            /* tree.c:253 */
-          if :: err -> r = err; goto tree1done :: else -> skip fi /* tree.c:254 */
+          none_free(err, pp);                            /* tree.c:279 */
+          if :: err -> r = err; goto tree1done :: else -> skip fi /* tree.c:280 */
        fi
     od;
 tree1done:
@@ -878,7 +878,7 @@ tree1done:
     locked = 0; newer = 0; err = 0; ok = 0; s = 0; ns = 0
 }
 
-/* unlock_all, tree.c:263-273: leaves [0, upto) this thread locked, the
+/* unlock_all, tree.c:289-299: leaves [0, upto) this thread locked, the
  * full ones first, the partly filled last (bug 14: the other way round). */
 #if MUTANT == 14
 #define PASS_FULL 1
@@ -895,7 +895,7 @@ inline unlock_all(upto)
        :: j < lim ->
           if
           :: held[j] != 0 && ((LT(held[j]) == LQ(held[j])) == (pass == PASS_FULL)) ->
-             atomic { ACCESS; leaf[j] = held[j] - LK }   /* tree.c:271 */
+             atomic { ACCESS; leaf[j] = held[j] - LK }   /* tree.c:297 */
           :: else -> skip
           fi;
           j++
@@ -907,34 +907,34 @@ inline unlock_all(upto)
     lim = 0; pass = 0; j = 0
 }
 
-/* abar__tree_arrive_n, tree.c:276-349: n > 1 arrivals, all or nothing.
+/* abar__tree_arrive_n, tree.c:302-375: n > 1 arrivals, all or nothing.
  * The ghosts count them when they are decided (every leaf with units
  * locked, so the phase cannot end before the unlocks). */
 inline tree_arrive_n(n)
 {
     do
-    :: atomic { ACCESS; pp = phase };                    /* tree.c:285 */
-       atomic { ACCESS; tmp = futex };                   /* tree.c:286 */
+    :: atomic { ACCESS; pp = phase };                    /* tree.c:311 */
+       atomic { ACCESS; tmp = futex };                   /* tree.c:312 */
        if
-       :: tmp & FUT_CANC -> tmp = 0; r = ECANCELED; goto treendone /* tree.c:287 */
+       :: tmp & FUT_CANC -> tmp = 0; r = ECANCELED; goto treendone /* tree.c:313 */
        :: else -> tmp = 0
        fi;
-       atomic { ACCESS; e = expected };                  /* tree.c:288 */
+       atomic { ACCESS; e = expected };                  /* tree.c:314 */
        fu = 0; newer = 0; j = 0;
-       do                                                /* tree.c:292: lock, in index order */
+       do                                                /* tree.c:318: lock, in index order */
        :: j < NL && !newer ->
-          held[j] = 0; q = QUOTA(e, j);                  /* tree.c:293-295 */
+          held[j] = 0; q = QUOTA(e, j);                  /* tree.c:319-321 */
           if
           :: q > 0 ->
-             atomic { ACCESS; w = leaf[j] };             /* tree.c:296 */
+             atomic { ACCESS; w = leaf[j] };             /* tree.c:322 */
              do
-             :: w & LK ->                                /* tree.c:298-301, folded: wait for the unlock */
+             :: w & LK ->                                /* tree.c:324-327, folded: wait for the unlock */
                 atomic { (!(leaf[j] & LK) || dead) -> ACCESS; w = leaf[j] }
              :: !(w & LK) ->
-                lf_age(age, w, pp);                      /* tree.c:303 */
-                if :: age == NEWER -> newer = 1; break :: else -> skip fi; /* tree.c:304 */
-                nw = (age > 0 -> LMAKE(pp, q, 0, 0) : w) | LK; /* tree.c:305 */
-                atomic {                                 /* tree.c:307 CAS */
+                lf_age(age, w, pp);                      /* tree.c:329 */
+                if :: age == NEWER -> newer = 1; break :: else -> skip fi; /* tree.c:330 */
+                nw = (age > 0 -> LMAKE(pp, q, 0, 0) : w) | LK; /* tree.c:331 */
+                atomic {                                 /* tree.c:333 CAS */
                     ACCESS;
                     if
                     :: leaf[j] == w -> leaf[j] = nw; ok = 1
@@ -942,7 +942,7 @@ inline tree_arrive_n(n)
                     fi
                 };
                 if
-                :: ok -> held[j] = nw; fu = fu + LQ(nw) - LT(nw); break /* tree.c:309-311 */
+                :: ok -> held[j] = nw; fu = fu + LQ(nw) - LT(nw); break /* tree.c:335-337 */
                 :: else -> skip
                 fi
              od
@@ -952,21 +952,21 @@ inline tree_arrive_n(n)
        :: else -> break
        od;
        if
-       :: newer -> unlock_all(j)                         /* tree.c:315-317 */
-       :: !newer && fu < (n) ->                          /* tree.c:319: refused, or pp is over */
+       :: newer -> unlock_all(j)                         /* tree.c:341-343 */
+       :: !newer && fu < (n) ->                          /* tree.c:345: refused, or pp is over */
           err = 0;
           if
           :: fu > 0 ->
-             atomic { ACCESS; s = state };               /* tree.c:325 */
+             atomic { ACCESS; s = state };               /* tree.c:351 */
              err = ((s & (CANC | FIN)) -> ECANCELED : EINVAL); s = 0
           :: else -> skip
           fi;
-          unlock_all(NL);                                /* tree.c:328 */
-          if :: err == 0 -> none_free(err, pp) :: else -> skip fi; /* tree.c:329 */
-          if :: err -> r = err; goto treendone :: else -> skip fi  /* tree.c:330-331 */
+          unlock_all(NL);                                /* tree.c:354 */
+          if :: err == 0 -> none_free(err, pp) :: else -> skip fi; /* tree.c:355 */
+          if :: err -> r = err; goto treendone :: else -> skip fi  /* tree.c:356-357 */
        :: !newer && fu >= (n) ->
           lft = (n); units = 0; drps = 0; j = 0;
-          do                                             /* tree.c:335-345: take n units */
+          do                                             /* tree.c:361-371: take n units */
           :: j < NL && lft > 0 ->
              if
              :: held[j] != 0 ->
@@ -990,9 +990,9 @@ inline tree_arrive_n(n)
               assert(pp == gS);                          /* P2 */
               arrived[gS] = arrived[gS] + (n)
           };
-          unlock_all(NL);                                /* tree.c:347 */
-          if :: units > 0 -> forward(units, drps) :: else -> skip fi; /* tree.c:348 */
-          tp = pp; r = 0; goto treendone                 /* tree.c:349 */
+          unlock_all(NL);                                /* tree.c:373 */
+          if :: units > 0 -> forward(units, drps) :: else -> skip fi; /* tree.c:374 */
+          tp = pp; r = 0; goto treendone                 /* tree.c:375 */
        fi
     od;
 treendone:

@@ -125,8 +125,8 @@ static bool oversubscribed(MPI_Comm comm, unsigned threads)
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     if (sched_getaffinity(0, sizeof set, &set) != 0)
         for (long c = 0; c < online && c < CPU_SETSIZE; c++) CPU_SET((int)c, &set);
-    const int mask = CPU_COUNT(&set);
-    int cap = (int)abar_ncpu() < mask ? (int)abar_ncpu() : INT_MAX;
+    const int mask = CPU_COUNT(&set), quota = (int)abar_ncpu();
+    int cap = quota < mask ? quota : INT_MAX;
     const int mine = mask < cap ? mask : cap;
     int local = 1, cpus = mine;
     MPI_Comm node;
