@@ -37,6 +37,18 @@
  *       computed without a branch (E's arithmetic without its API)
  *   R   H7 with drops in a word of their own (droppers add to it first),
  *       read by the last arrival, which stores it 0 and expected less it
+ *   F1  Q with the completion first: its load issues before the packing
+ *       and the resetting stores, which then run in the load's shadow
+ *   F2  H7 with the completion first
+ *   F3  Q with the next phase word, no drops, computed before the add: after
+ *       it only the drops' shift and a subtract
+ *   F4  F1 + F3
+ *   G1  F1 with the warp's arrivals counted by one atom of its first active
+ *       lane (__activemask, __popc), after a __syncwarp that orders the
+ *       lanes' writes before it; only that lane can be the last, so no
+ *       shuffle of the old value (ptxas's own aggregation shuffles it)
+ *   G2  G1 without the __syncwarp (unsafe under the PTX memory model)
+ *   G3  G1 spelled with a lane-0-of-mask predicate computed from %lanemask_lt
  */
 #include <abar_cuda.h>
 #include "util.cuh"
@@ -53,7 +65,7 @@ struct count_completion {
 __device__ void lab_count(void *arg) { (*(int *)arg)++; }
 ABAR_CUDA_CBAR_DEFINE(lab_bar, lab_count);
 
-enum { L_LIBCU, L_PLAIN, L_A, L_B, L_C, L_D, L_E, L_A2, L_A3, L_A4, L_H, L_H2, L_H3, L_H4, L_H5, L_H6, L_H7, L_H8, L_H9, L_P, L_P2, L_Q, L_R, L_N };
+enum { L_LIBCU, L_PLAIN, L_A, L_B, L_C, L_D, L_E, L_A2, L_A3, L_A4, L_H, L_H2, L_H3, L_H4, L_H5, L_H6, L_H7, L_H8, L_H9, L_P, L_P2, L_Q, L_R, L_F1, L_F2, L_F3, L_F4, L_G1, L_G2, L_G3, L_N };
 static const char *lname[L_N] = {
     "cuda::barrier<block, F> arrive_and_wait", "plain abar_cuda_bar (no completion)",
     "A per-thread noComplete arrivals", "B A + __syncwarp before the wait",
@@ -75,6 +87,13 @@ static const char *lname[L_N] = {
     "P2 P, polling with __nanosleep(20)",
     "Q H7 with E's packing inline (phase|expected word, drops|arrivals count, no branch)",
     "R H7 with drops in a word of their own, read and cleared by the last arrival",
+    "F1 Q with the completion run first, the resetting stores after it",
+    "F2 H7 with the completion run first, the resetting stores after it",
+    "F3 Q with the next phase word precomputed before the add (one shift and a subtract after it)",
+    "F4 F1 + F3",
+    "G1 F1 with one atom per warp by its first active lane, __syncwarp before it, no shuffle after",
+    "G2 G1 without the __syncwarp (unsafe: prices it)",
+    "G3 G1 with the last arrival told by a ballot over the lanes' adds (no leader)",
 };
 struct lab_s { unsigned long long rel; unsigned cnt, expected, phase, drops; };
 struct lab_p { unsigned long long rel; unsigned pad[30]; unsigned cnt, expected, phase, pad2; };
@@ -105,7 +124,7 @@ __global__ void k_lab(int iters, int *sink)
         if (D == L_E) lab_bar_init(&tb, T, &counter);
         cnt = D == L_H3 ? T : 0;
         expected_w = T;
-        ls.cnt = 0; ls.expected = T; ls.phase = D == L_Q ? T : 0; ls.drops = 0;
+        ls.cnt = 0; ls.expected = T; ls.phase = (D == L_Q || D >= L_F1) && D != L_F2 ? T : 0; ls.drops = 0;
         ls_arg = &counter;
         lp.cnt = 0; lp.expected = T; lp.phase = 0;
         abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&ls.rel), 1);
@@ -216,6 +235,60 @@ __global__ void k_lab(int iters, int *sink)
                 *(volatile unsigned *)&ls.cnt = 0;
                 *(volatile unsigned *)&ls.phase = ((ph + 1) << 20) | (e - ((old + 1) >> 20));
                 lab_count(a);
+                (void)abar_cuda_ptx_mbarrier_arrive1(ra);
+            }
+            abar_cuda_ptx_mbarrier_wait_parity_loop(ra, ph & 1);
+        } else if (D == L_F1 || D == L_F3 || D == L_F4) {
+            unsigned ra = abar_cuda__smem(&ls.rel);
+            const unsigned w = *(volatile unsigned *)&ls.phase; /* phase << 20 | expected */
+            const unsigned ph = w >> 20, e = w & 0xFFFFFu;
+            const unsigned nw0 = w + (1u << 20); /* the next phase's word if nothing dropped */
+            void *a = *(void *const volatile *)&ls_arg;
+            const unsigned old = abar_cuda__atom_add_acq_rel_cta(abar_cuda__smem(&ls.cnt), 1);
+            if ((old & 0xFFFFFu) + 1 == e) {
+                if (D != L_F3) lab_count(a);
+                *(volatile unsigned *)&ls.cnt = 0;
+                *(volatile unsigned *)&ls.phase = D == L_F1 ? ((ph + 1) << 20) | (e - ((old + 1) >> 20))
+                                                             : nw0 - ((old + 1) >> 20);
+                if (D == L_F3) lab_count(a);
+                (void)abar_cuda_ptx_mbarrier_arrive1(ra);
+            }
+            abar_cuda_ptx_mbarrier_wait_parity_loop(ra, ph & 1);
+        } else if (D == L_G1 || D == L_G2 || D == L_G3) {
+            unsigned ra = abar_cuda__smem(&ls.rel);
+            const unsigned w = *(volatile unsigned *)&ls.phase; /* phase << 20 | expected */
+            const unsigned ph = w >> 20, e = w & 0xFFFFFu;
+            void *a = *(void *const volatile *)&ls_arg;
+            const unsigned mask = __activemask();
+            const unsigned n = __popc(mask);
+            bool lead;
+            if (D == L_G3) {
+                unsigned lt;
+                asm("mov.u32 %0, %%lanemask_lt;" : "=r"(lt));
+                lead = (mask & lt) == 0;
+            } else {
+                lead = (threadIdx.x & 31) == (unsigned)(__ffs(mask) - 1);
+            }
+            if (D != L_G2) __syncwarp(mask);
+            unsigned old = 0;
+            if (lead) old = abar_cuda__atom_add_acq_rel_cta(abar_cuda__smem(&ls.cnt), n);
+            if (lead && (old & 0xFFFFFu) + n == e) {
+                lab_count(a);
+                *(volatile unsigned *)&ls.cnt = 0;
+                *(volatile unsigned *)&ls.phase = ((ph + 1) << 20) | (e - ((old + n) >> 20));
+                (void)abar_cuda_ptx_mbarrier_arrive1(ra);
+            }
+            abar_cuda_ptx_mbarrier_wait_parity_loop(ra, ph & 1);
+        } else if (D == L_F2) {
+            unsigned ra = abar_cuda__smem(&ls.rel);
+            unsigned ph = *(volatile unsigned *)&ls.phase;
+            unsigned e = *(volatile unsigned *)&ls.expected;
+            void *a = *(void *const volatile *)&ls_arg;
+            unsigned old = abar_cuda__atom_add_acq_rel_cta(abar_cuda__smem(&ls.cnt), 1);
+            if (old + 1 == e) {
+                lab_count(a);
+                *(volatile unsigned *)&ls.cnt = 0;
+                *(volatile unsigned *)&ls.phase = ph + 1;
                 (void)abar_cuda_ptx_mbarrier_arrive1(ra);
             }
             abar_cuda_ptx_mbarrier_wait_parity_loop(ra, ph & 1);
@@ -337,7 +410,9 @@ int main(void)
     void (*ks[L_N])(int, int *) = {k_lab<0>, k_lab<1>, k_lab<2>, k_lab<3>, k_lab<4>, k_lab<5>,
                                    k_lab<6>, k_lab<7>, k_lab<8>, k_lab<9>, k_lab<10>, k_lab<11>,
                                    k_lab<12>, k_lab<13>, k_lab<14>, k_lab<15>,
-                                   k_lab<16>, k_lab<17>, k_lab<18>, k_lab<19>, k_lab<20>, k_lab<21>, k_lab<22>};
+                                   k_lab<16>, k_lab<17>, k_lab<18>, k_lab<19>, k_lab<20>, k_lab<21>, k_lab<22>,
+                                   k_lab<23>, k_lab<24>, k_lab<25>, k_lab<26>,
+                                   k_lab<27>, k_lab<28>, k_lab<29>};
     const int iters = 20000;
     static double res[L_N][6];
     for (int d = 0; d < L_N; d++) {
