@@ -93,7 +93,7 @@ static const char *lname[L_N] = {
     "F4 F1 + F3",
     "G1 F1 with one atom per warp by its first active lane, __syncwarp before it, no shuffle after",
     "G2 G1 without the __syncwarp (unsafe: prices it)",
-    "G3 G1 with the last arrival told by a ballot over the lanes' adds (no leader)",
+    "G3 G1 with the leader found from %lanemask_lt instead of __ffs",
 };
 struct lab_s { unsigned long long rel; unsigned cnt, expected, phase, drops; };
 struct lab_p { unsigned long long rel; unsigned pad[30]; unsigned cnt, expected, phase, pad2; };
