@@ -48,6 +48,10 @@ prepare)
   gcc -O2 -std=gnu11 -I"$build/tree/include" -I"$build/tree/src/core" "$build/tree/bench/core/pairlab.c" \
     "$build/tree"/src/core/*.c -static -pthread -o "$root/.carry/bin/pairlab" ||
     echo "pairlab not built" >&2
+  # quadlab (bench/core/quadlab.c): where the time goes at T = 3, 4
+  gcc -O2 -std=gnu11 -I"$build/tree/include" -I"$build/tree/src/core" "$build/tree/bench/core/quadlab.c" \
+    "$build/tree"/src/core/*.c -static -pthread -o "$root/.carry/bin/quadlab" ||
+    echo "quadlab not built" >&2
   # Variants of the core to measure (ABAR_BENCH_VARIANTS="name:patch.py ..."):
   # each patch script edits a copy of src/core; its abar rows are renamed.
   for v in ${ABAR_BENCH_VARIANTS:-}; do
@@ -83,6 +87,10 @@ run)
     bash "$root/bench/core/run_all.sh" --bin "$root/.carry/bin" --out "$out" "$@"
     if [ -x "$root/.carry/bin/pairlab" ]; then
       for pair in "0 1" "3 12"; do "$root/.carry/bin/pairlab" $pair 7; done | tee "$out/pairlab.txt"
+    fi
+    if [ -x "$root/.carry/bin/quadlab" ]; then
+      { "$root/.carry/bin/quadlab" 3 7; "$root/.carry/bin/quadlab" 4 7; "$root/.carry/bin/quadlab" 4 7 3 12 7 9; } |
+        tee "$out/quadlab.txt"
     fi
   } 2>&1 | tee "$out/log.txt"
   ;;

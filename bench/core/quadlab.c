@@ -1,0 +1,211 @@
+/* quadlab - where a barrier of a few threads (T = 3, 4) spends its time: the
+ * single-counter protocols side by side with the library, every variant on
+ * the same pinned CPUs, interleaved rounds, ns per phase (min and median).
+ *
+ *   quadlab T [ROUNDS] [CPU ...]
+ *
+ * Built by hand (it links the core's sources, to reach its internals):
+ *   gcc -O2 -Iinclude -Isrc/core bench/core/quadlab.c src/core/[a-z]*.c -static -pthread -o quadlab
+ *
+ * Variants (each a barrier of T, arrive-and-wait in a loop; the release on a
+ * line of its own, which the waiters poll, as abar's `wide` words):
+ *   twoline     c11-twoline: fetch_sub; the last stores the count back and
+ *               the generation
+ *   flat-cas    abar's flat protocol, bare: fetch_sub on a word phase|pending;
+ *               the last re-reads the release and the state, CASes the next
+ *               phase in, and stores the release
+ *   flat-cas-hz the same inside abar's hazard announcement
+ *   flat-hz-c30, flat-hz-w30  flat-cas-hz with 30 rounds of an empty loop
+ *               after the completer's release store, or after a waiter sees
+ *               its release (what path length costs there)
+ *   ticket      one fetch_add per arrival on a count that never resets; the
+ *               add that makes it a multiple of T stores the release (no
+ *               second RMW, nothing to reset)
+ *   ticket-hz   the same inside abar's hazard announcement
+ *   abar        abar_arrive_and_wait (the library)
+ */
+#define _GNU_SOURCE
+#include "abar.h"
+#include "abar_internal.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define TMAX 16
+
+static inline void relax(void) { __builtin_ia32_pause(); }
+static uint64_t now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct lab {
+    _Alignas(64) _Atomic uint32_t count;
+    _Alignas(64) _Atomic uint32_t gen;
+    _Alignas(64) _Atomic uint64_t st; /* phase << 8 | pending */
+    _Alignas(64) _Atomic uint64_t ph; /* completed phases (the release) */
+    _Alignas(64) _Atomic uint64_t tk; /* ticket: arrivals ever made */
+    _Alignas(64) abar_t bar;
+};
+static struct lab L;
+static unsigned T;
+
+static void twoline(void)
+{
+    uint32_t g = atomic_load_explicit(&L.gen, memory_order_relaxed);
+    if (atomic_fetch_sub_explicit(&L.count, 1, memory_order_acq_rel) == 1) {
+        atomic_store_explicit(&L.count, T, memory_order_relaxed);
+        atomic_store_explicit(&L.gen, g + 1, memory_order_release);
+    } else {
+        while (atomic_load_explicit(&L.gen, memory_order_acquire) == g) relax();
+    }
+}
+
+static inline struct abar__hazard *hz_enter(void)
+{
+    struct abar__hazard *h = abar__hazard_mine();
+    atomic_store_explicit(&h->slot[h->depth++], &L, memory_order_relaxed);
+    abar__hazard_fence_light();
+    return h;
+}
+static inline void hz_leave(struct abar__hazard *h)
+{
+    atomic_store_explicit(&h->slot[--h->depth], NULL, memory_order_release);
+}
+
+static void spin_work(unsigned k)
+{
+    for (unsigned i = 0; i < k; i++) __asm__ __volatile__("" ::: "memory");
+}
+
+/* k rounds of an empty loop after the completer's release store (who = 1)
+ * or after a waiter sees its release (who = 2): the price of path length */
+static inline void flat_cas_dly(unsigned k, int who)
+{
+    uint64_t before = atomic_load_explicit(&L.ph, memory_order_acquire);
+    uint64_t s = atomic_fetch_sub_explicit(&L.st, 1, memory_order_acq_rel);
+    uint64_t p = s >> 8;
+    if ((s & 0xff) == 1) {
+        while (atomic_load_explicit(&L.ph, memory_order_acquire) != p) relax();
+        uint64_t cur = atomic_load_explicit(&L.st, memory_order_relaxed);
+        while (!atomic_compare_exchange_weak_explicit(&L.st, &cur, (p + 1) << 8 | T, memory_order_release,
+                                                      memory_order_relaxed)) {}
+        atomic_store_explicit(&L.ph, p + 1, memory_order_release);
+        if (who == 1) spin_work(k);
+    } else {
+        while (atomic_load_explicit(&L.ph, memory_order_acquire) <= p) relax();
+        if (who == 2) spin_work(k);
+    }
+    (void)before;
+}
+static inline void flat_cas(void) { flat_cas_dly(0, 0); }
+
+static inline void ticket(void)
+{
+    uint64_t t = atomic_fetch_add_explicit(&L.tk, 1, memory_order_acq_rel);
+    uint64_t p = t / T;
+    if (t % T == T - 1) atomic_store_explicit(&L.ph, p + 1, memory_order_release);
+    else
+        while (atomic_load_explicit(&L.ph, memory_order_acquire) <= p) relax();
+}
+
+enum { V_TWOLINE, V_FLAT, V_FLAT_HZ, V_FLAT_C30, V_FLAT_W30, V_TICKET, V_TICKET_HZ, V_ABAR, NV };
+static const char *names[NV] = { "twoline", "flat-cas", "flat-cas-hz", "flat-hz-c30", "flat-hz-w30",
+                                 "ticket", "ticket-hz", "abar" };
+
+static int variant;
+static uint64_t iters;
+static pthread_barrier_t start;
+static int cpus[TMAX];
+
+static void step(void)
+{
+    struct abar__hazard *h;
+    switch (variant) {
+    case V_TWOLINE: twoline(); break;
+    case V_FLAT: flat_cas(); break;
+    case V_FLAT_HZ: h = hz_enter(); flat_cas(); hz_leave(h); break;
+    case V_FLAT_C30: h = hz_enter(); flat_cas_dly(30, 1); hz_leave(h); break;
+    case V_FLAT_W30: h = hz_enter(); flat_cas_dly(30, 2); hz_leave(h); break;
+    case V_TICKET: ticket(); break;
+    case V_TICKET_HZ: h = hz_enter(); ticket(); hz_leave(h); break;
+    case V_ABAR: abar_arrive_and_wait(&L.bar); break;
+    }
+}
+
+static void pin(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+static void *run(void *arg)
+{
+    pin(cpus[(intptr_t)arg]);
+    pthread_barrier_wait(&start);
+    for (uint64_t i = 0; i < iters; i++) step();
+    return NULL;
+}
+
+static double measure(int v, uint64_t n)
+{
+    variant = v;
+    iters = n;
+    atomic_store(&L.count, T);
+    atomic_store(&L.gen, 0);
+    atomic_store(&L.st, T);
+    atomic_store(&L.ph, 0);
+    atomic_store(&L.tk, 0);
+    abar_init(&L.bar, T, NULL);
+    pthread_barrier_init(&start, NULL, T);
+    pthread_t th[TMAX];
+    for (unsigned i = 1; i < T; i++) pthread_create(&th[i], NULL, run, (void *)(intptr_t)i);
+    pin(cpus[0]);
+    pthread_barrier_wait(&start);
+    uint64_t t0 = now();
+    for (uint64_t i = 0; i < n; i++) step();
+    for (unsigned i = 1; i < T; i++) pthread_join(th[i], NULL);
+    uint64_t t1 = now();
+    pthread_barrier_destroy(&start);
+    abar_destroy(&L.bar);
+    return (double)(t1 - t0) / (double)n;
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    T = argc > 1 ? (unsigned)atoi(argv[1]) : 4;
+    int rounds = argc > 2 ? atoi(argv[2]) : 7;
+    if (T < 2 || T > TMAX || rounds < 1 || rounds > 64) {
+        fprintf(stderr, "usage: quadlab T(2..%d) [ROUNDS(1..64)] [CPU ...]\n", TMAX);
+        return 2;
+    }
+    for (unsigned i = 0; i < T; i++) cpus[i] = argc > 3 + (int)i ? atoi(argv[3 + i]) : (int)i;
+    double r[NV][64];
+    for (int v = 0; v < NV; v++) measure(v, 20000); /* warm up */
+    for (int k = 0; k < rounds; k++)
+        for (int v = 0; v < NV; v++) r[v][k] = measure(v, 100000);
+    printf("quadlab T=%u cpus", T);
+    for (unsigned i = 0; i < T; i++) printf("%c%d", i ? ',' : ' ', cpus[i]);
+    printf(", %d interleaved rounds of 100000 phases: ns/phase min median max\n", rounds);
+    for (int v = 0; v < NV; v++) {
+        qsort(r[v], (size_t)rounds, sizeof(double), cmp);
+        printf("  %-12s %7.1f %7.1f %7.1f\n", names[v], r[v][0], r[v][rounds / 2], r[v][rounds - 1]);
+    }
+    return 0;
+}
