@@ -128,9 +128,10 @@ ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cbar_arrive(abar_cuda_cbar_t *b)
 }
 
 /* One arrival whose completion, if this arrival is the last, is fn(arg)
- * instead of the one given at init.  With fn a function's name the call is
- * direct and inlined (no indirect call).  Every arrival of a phase must name
- * the same completion. */
+ * instead of the one given at init.  Meant for fn a function's name: the
+ * call is then direct and inlined, and runs before the resetting stores
+ * (abar_cuda__cbar_arrive); a pointer variable works too, at the cost of an
+ * indirect call.  Every arrival of a phase must name the same completion. */
 ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cbar_arrive_with(abar_cuda_cbar_t *b,
                                                             abar_cuda_completion_fn *fn, void *arg)
 {
