@@ -49,7 +49,8 @@ prepare)
     "$build/tree"/src/core/*.c -static -pthread -o "$root/.carry/bin/pairlab" ||
     echo "pairlab not built" >&2
   # quadlab (bench/core/quadlab.c): where the time goes at T = 3, 4
-  gcc -O2 -std=gnu11 -I"$build/tree/include" -I"$build/tree/src/core" "$build/tree/bench/core/quadlab.c" \
+  gcc -O2 -std=gnu11 -I"$build/tree/include" -I"$build/tree/src/core" -I"$build/tree/bench/common" \
+    "$build/tree/bench/core/quadlab.c" \
     "$build/tree"/src/core/*.c -static -pthread -o "$root/.carry/bin/quadlab" ||
     echo "quadlab not built" >&2
   # Variants of the core to measure (ABAR_BENCH_VARIANTS="name:patch.py ..."):

@@ -5,7 +5,7 @@
  *   quadlab T [ROUNDS] [CPU ...]
  *
  * Built by hand (it links the core's sources, to reach its internals):
- *   gcc -O2 -Iinclude -Isrc/core bench/core/quadlab.c src/core/[a-z]*.c -static -pthread -o quadlab
+ *   gcc -O2 -Iinclude -Isrc/core -Ibench/common bench/core/quadlab.c src/core/[a-z]*.c -static -pthread -o quadlab
  *
  * Variants (each a barrier of T, arrive-and-wait in a loop; the release on a
  * line of its own, which the waiters poll, as abar's `wide` words):
@@ -27,6 +27,7 @@
 #define _GNU_SOURCE
 #include "abar.h"
 #include "abar_internal.h"
+#include "common.h" /* now_ns, cpu_relax, cmp_double (bench/common) */
 
 #include <pthread.h>
 #include <sched.h>
@@ -38,14 +39,6 @@
 #include <time.h>
 
 #define TMAX 16
-
-static inline void relax(void) { __builtin_ia32_pause(); }
-static uint64_t now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 struct lab {
     _Alignas(64) _Atomic uint32_t count;
@@ -65,7 +58,7 @@ static void twoline(void)
         atomic_store_explicit(&L.count, T, memory_order_relaxed);
         atomic_store_explicit(&L.gen, g + 1, memory_order_release);
     } else {
-        while (atomic_load_explicit(&L.gen, memory_order_acquire) == g) relax();
+        while (atomic_load_explicit(&L.gen, memory_order_acquire) == g) cpu_relax();
     }
 }
 
@@ -94,14 +87,14 @@ static inline void flat_cas_dly(unsigned k, int who)
     uint64_t s = atomic_fetch_sub_explicit(&L.st, 1, memory_order_acq_rel);
     uint64_t p = s >> 8;
     if ((s & 0xff) == 1) {
-        while (atomic_load_explicit(&L.ph, memory_order_acquire) != p) relax();
+        while (atomic_load_explicit(&L.ph, memory_order_acquire) != p) cpu_relax();
         uint64_t cur = atomic_load_explicit(&L.st, memory_order_relaxed);
         while (!atomic_compare_exchange_weak_explicit(&L.st, &cur, (p + 1) << 8 | T, memory_order_release,
                                                       memory_order_relaxed)) {}
         atomic_store_explicit(&L.ph, p + 1, memory_order_release);
         if (who == 1) spin_work(k);
     } else {
-        while (atomic_load_explicit(&L.ph, memory_order_acquire) <= p) relax();
+        while (atomic_load_explicit(&L.ph, memory_order_acquire) <= p) cpu_relax();
         if (who == 2) spin_work(k);
     }
     (void)before;
@@ -114,7 +107,7 @@ static inline void ticket(void)
     uint64_t p = t / T;
     if (t % T == T - 1) atomic_store_explicit(&L.ph, p + 1, memory_order_release);
     else
-        while (atomic_load_explicit(&L.ph, memory_order_acquire) <= p) relax();
+        while (atomic_load_explicit(&L.ph, memory_order_acquire) <= p) cpu_relax();
 }
 
 enum { V_TWOLINE, V_FLAT, V_FLAT_HZ, V_FLAT_C30, V_FLAT_W30, V_TICKET, V_TICKET_HZ, V_ABAR, NV };
@@ -172,19 +165,13 @@ static double measure(int v, uint64_t n)
     for (unsigned i = 1; i < T; i++) pthread_create(&th[i], NULL, run, (void *)(intptr_t)i);
     pin(cpus[0]);
     pthread_barrier_wait(&start);
-    uint64_t t0 = now();
+    uint64_t t0 = now_ns();
     for (uint64_t i = 0; i < n; i++) step();
     for (unsigned i = 1; i < T; i++) pthread_join(th[i], NULL);
-    uint64_t t1 = now();
+    uint64_t t1 = now_ns();
     pthread_barrier_destroy(&start);
     abar_destroy(&L.bar);
     return (double)(t1 - t0) / (double)n;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)
@@ -204,7 +191,7 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < T; i++) printf("%c%d", i ? ',' : ' ', cpus[i]);
     printf(", %d interleaved rounds of 100000 phases: ns/phase min median max\n", rounds);
     for (int v = 0; v < NV; v++) {
-        qsort(r[v], (size_t)rounds, sizeof(double), cmp);
+        qsort(r[v], (size_t)rounds, sizeof(double), cmp_double);
         printf("  %-12s %7.1f %7.1f %7.1f\n", names[v], r[v][0], r[v][rounds / 2], r[v][rounds - 1]);
     }
     return 0;

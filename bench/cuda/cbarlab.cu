@@ -212,33 +212,24 @@ __global__ void k_lab(int iters, int *sink)
                 (void)abar_cuda_ptx_mbarrier_arrive1(raddr);
             }
             abar_cuda_ptx_mbarrier_wait_parity_loop(raddr, ph & 1);
-        } else if (D == L_H7) {
+        } else if (D == L_H7 || D == L_F2) {
             unsigned ra = abar_cuda__smem(&ls.rel);
             unsigned ph = *(volatile unsigned *)&ls.phase;
             unsigned e = *(volatile unsigned *)&ls.expected;
             void *a = *(void *const volatile *)&ls_arg;
             unsigned old = abar_cuda__atom_add_acq_rel_cta(abar_cuda__smem(&ls.cnt), 1);
             if (old + 1 == e) {
+                if (D == L_F2) lab_count(a); /* the completion first */
                 *(volatile unsigned *)&ls.cnt = 0;
                 *(volatile unsigned *)&ls.phase = ph + 1;
-                lab_count(a);
+                if (D == L_H7) lab_count(a);
                 (void)abar_cuda_ptx_mbarrier_arrive1(ra);
             }
             abar_cuda_ptx_mbarrier_wait_parity_loop(ra, ph & 1);
-        } else if (D == L_Q) {
-            unsigned ra = abar_cuda__smem(&ls.rel);
-            const unsigned w = *(volatile unsigned *)&ls.phase; /* phase << 20 | expected */
-            const unsigned ph = w >> 20, e = w & 0xFFFFFu;
-            void *a = *(void *const volatile *)&ls_arg;
-            const unsigned old = abar_cuda__atom_add_acq_rel_cta(abar_cuda__smem(&ls.cnt), 1);
-            if ((old & 0xFFFFFu) + 1 == e) {
-                *(volatile unsigned *)&ls.cnt = 0;
-                *(volatile unsigned *)&ls.phase = ((ph + 1) << 20) | (e - ((old + 1) >> 20));
-                lab_count(a);
-                (void)abar_cuda_ptx_mbarrier_arrive1(ra);
-            }
-            abar_cuda_ptx_mbarrier_wait_parity_loop(ra, ph & 1);
-        } else if (D == L_F1 || D == L_F3 || D == L_F4) {
+        } else if (D == L_Q || D == L_F1 || D == L_F3 || D == L_F4) {
+            /* the completion before the stores (F1, F4) or after them (Q,
+             * F3); the next word packed after the add (Q, F1) or from nw0 */
+            const bool first = D == L_F1 || D == L_F4, packed = D == L_Q || D == L_F1;
             unsigned ra = abar_cuda__smem(&ls.rel);
             const unsigned w = *(volatile unsigned *)&ls.phase; /* phase << 20 | expected */
             const unsigned ph = w >> 20, e = w & 0xFFFFFu;
@@ -246,11 +237,11 @@ __global__ void k_lab(int iters, int *sink)
             void *a = *(void *const volatile *)&ls_arg;
             const unsigned old = abar_cuda__atom_add_acq_rel_cta(abar_cuda__smem(&ls.cnt), 1);
             if ((old & 0xFFFFFu) + 1 == e) {
-                if (D != L_F3) lab_count(a);
+                if (first) lab_count(a);
                 *(volatile unsigned *)&ls.cnt = 0;
-                *(volatile unsigned *)&ls.phase = D == L_F1 ? ((ph + 1) << 20) | (e - ((old + 1) >> 20))
-                                                             : nw0 - ((old + 1) >> 20);
-                if (D == L_F3) lab_count(a);
+                *(volatile unsigned *)&ls.phase = packed ? ((ph + 1) << 20) | (e - ((old + 1) >> 20))
+                                                         : nw0 - ((old + 1) >> 20);
+                if (!first) lab_count(a);
                 (void)abar_cuda_ptx_mbarrier_arrive1(ra);
             }
             abar_cuda_ptx_mbarrier_wait_parity_loop(ra, ph & 1);
@@ -276,19 +267,6 @@ __global__ void k_lab(int iters, int *sink)
                 lab_count(a);
                 *(volatile unsigned *)&ls.cnt = 0;
                 *(volatile unsigned *)&ls.phase = ((ph + 1) << 20) | (e - ((old + n) >> 20));
-                (void)abar_cuda_ptx_mbarrier_arrive1(ra);
-            }
-            abar_cuda_ptx_mbarrier_wait_parity_loop(ra, ph & 1);
-        } else if (D == L_F2) {
-            unsigned ra = abar_cuda__smem(&ls.rel);
-            unsigned ph = *(volatile unsigned *)&ls.phase;
-            unsigned e = *(volatile unsigned *)&ls.expected;
-            void *a = *(void *const volatile *)&ls_arg;
-            unsigned old = abar_cuda__atom_add_acq_rel_cta(abar_cuda__smem(&ls.cnt), 1);
-            if (old + 1 == e) {
-                lab_count(a);
-                *(volatile unsigned *)&ls.cnt = 0;
-                *(volatile unsigned *)&ls.phase = ph + 1;
                 (void)abar_cuda_ptx_mbarrier_arrive1(ra);
             }
             abar_cuda_ptx_mbarrier_wait_parity_loop(ra, ph & 1);
