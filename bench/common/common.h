@@ -20,11 +20,13 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,6 +88,7 @@ static inline void die(const char *what, int err)
 static int bench_cpus[CPU_SETSIZE];
 static unsigned bench_ncpus;
 static cpu_set_t bench_allowed;
+static _Atomic int steal_tid[CPU_SETSIZE]; /* the last bench thread pinned to each CPU */
 
 static inline unsigned cpus_init(void)
 {
@@ -95,6 +98,15 @@ static inline unsigned cpus_init(void)
     for (int c = 0; c < CPU_SETSIZE; c++)
         if (CPU_ISSET(c, &bench_allowed)) bench_cpus[bench_ncpus++] = c;
     return bench_ncpus;
+}
+
+/* Names the calling thread, pinned to the i-th allowed CPU, as the one the
+ * stealer (below) signals for that CPU.  relaxed: it only needs some
+ * recent thread of that CPU. */
+static inline void steal_register(unsigned i)
+{
+    atomic_store_explicit(&steal_tid[bench_cpus[i % bench_ncpus]], (int)syscall(SYS_gettid),
+                          memory_order_relaxed);
 }
 
 /* Pins the calling thread to the i-th allowed CPU (pinned) or lets it run on
@@ -110,6 +122,82 @@ static inline void pin_self(unsigned i, int pinned)
     }
     int r = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
     if (r) die("pthread_setaffinity_np", r);
+    if (pinned) steal_register(i);
+}
+
+/* ---- a host that steals vCPUs, emulated (ABAR_BENCH_STEAL) ---------------- */
+/* ABAR_BENCH_STEAL="BMIN,BMAX,GMIN,GMAX" (µs): a thread sleeps a random gap
+ * in GMIN..GMAX, then signals the pinned bench thread of a random allowed
+ * CPU, whose handler spins for a random burst in BMIN..BMAX: the thread
+ * stops mid-whatever it was doing (polling, between its count and its
+ * release, parking), as when the host runs something else on its vCPU.
+ * The CPU stays busy meanwhile, as a stolen vCPU is to its guest.  Off
+ * unless set; the header line says when it is on. */
+static _Atomic uint64_t steal_burst_ns;
+static _Atomic uint64_t steal_count, steal_total_ns;
+static uint64_t steal_b[2], steal_g[2];
+
+static void steal_handler(int sig)
+{
+    (void)sig;
+    const uint64_t t0 = now_ns(), d = atomic_load_explicit(&steal_burst_ns, memory_order_relaxed);
+    while (now_ns() - t0 < d)
+        ;
+    atomic_fetch_add_explicit(&steal_count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&steal_total_ns, d, memory_order_relaxed);
+}
+
+static uint64_t steal_pick(unsigned *seed, const uint64_t r[2])
+{
+    return r[1] > r[0] ? r[0] + (uint64_t)rand_r(seed) % (r[1] - r[0] + 1) : r[0];
+}
+
+static void *steal_main(void *arg)
+{
+    (void)arg;
+    unsigned seed = 20261126u;
+    for (;;) {
+        sleep_ns(steal_pick(&seed, steal_g));
+        const int tid = atomic_load_explicit(&steal_tid[bench_cpus[(unsigned)rand_r(&seed) % bench_ncpus]],
+                                             memory_order_relaxed);
+        if (tid == 0) continue;
+        atomic_store_explicit(&steal_burst_ns, steal_pick(&seed, steal_b), memory_order_relaxed);
+        syscall(SYS_tgkill, getpid(), tid, SIGURG); /* ESRCH once that thread is gone: fine */
+    }
+    return NULL;
+}
+
+static void steal_report(void)
+{
+    printf("# ABAR_BENCH_STEAL: %llu bursts, %.1f ms stolen in all\n",
+           (unsigned long long)atomic_load(&steal_count), atomic_load(&steal_total_ns) / 1e6);
+}
+
+/* Starts the stealer if ABAR_BENCH_STEAL is set; returns 1 if it did. */
+static inline int steal_start(void)
+{
+    const char *e = getenv("ABAR_BENCH_STEAL");
+    if (e == NULL || *e == '\0') return 0;
+    unsigned long long v[4];
+    if (sscanf(e, "%llu,%llu,%llu,%llu", &v[0], &v[1], &v[2], &v[3]) != 4 || v[1] < v[0] ||
+        v[3] < v[2] || v[2] == 0) {
+        fprintf(stderr, "ABAR_BENCH_STEAL: want BMIN,BMAX,GMIN,GMAX in µs (GMIN > 0), got '%s'\n", e);
+        exit(2);
+    }
+    steal_b[0] = v[0] * 1000u, steal_b[1] = v[1] * 1000u;
+    steal_g[0] = v[2] * 1000u, steal_g[1] = v[3] * 1000u;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = steal_handler;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGURG, &sa, NULL) != 0) die("sigaction", errno);
+    pthread_t th;
+    int r = pthread_create(&th, NULL, steal_main, NULL);
+    if (r) die("pthread_create", r);
+    pthread_detach(th);
+    atexit(steal_report);
+    return 1;
 }
 
 /* ---- calibrated independent work ----------------------------------------- */
@@ -351,6 +439,10 @@ static inline bopts_t parse_opts(int argc, char **argv, const char *scens)
     work_calibrate();
     printf("# " CSV_HEADER "\n# cpus=%u quick=%d rounds=%u round_ms=%.0f work_iters_per_ns=%.3f\n",
            bench_ncpus, o.quick, o.rounds, (double)o.round_ns / 1e6, work_iters_per_ns);
+    if (steal_start())
+        printf("# ABAR_BENCH_STEAL=%s: bursts of %.0f..%.0f us on a random CPU every %.0f..%.0f us\n",
+               getenv("ABAR_BENCH_STEAL"), steal_b[0] / 1e3, steal_b[1] / 1e3, steal_g[0] / 1e3,
+               steal_g[1] / 1e3);
     return o;
 }
 

@@ -213,6 +213,7 @@ static void *worker(void *p)
 {
     struct targ *a = p;
     struct team *tm = a->tm;
+    if (tm->pinned) steal_register(a->tid);
     const bimpl_t *im = tm->im;
     const unsigned tid = a->tid;
     void *b = tm->b;
