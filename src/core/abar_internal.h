@@ -141,7 +141,9 @@ struct abar_impl {
                                   and not yet back from it (a hint: block()) */
     _Atomic uint32_t spin_shift;/* the spin budget is doubled this many times (futex.c) */
     _Atomic uint64_t parked_at;/* when a waiter last set PARKED, ns (futex.c) */
-    char pad2[40];
+    _Atomic uint64_t woke_at; /* when a completer last woke sleepers, ns (futex.c) */
+    _Atomic uint64_t wake_ns; /* how long woken sleepers take to run again, recently (futex.c) */
+    char pad2[24];
 };
 
 _Static_assert(sizeof(struct abar_impl) <= sizeof(abar_t), "abar_t too small");
@@ -325,6 +327,7 @@ uint64_t abar__spin_ns(void);
 uint64_t abar__spin_budget(const struct abar_impl *b, unsigned factor);
 void abar__spin_parking(struct abar_impl *b);
 void abar__spin_learn(struct abar_impl *b);
+void abar__spin_woken(struct abar_impl *b);
 unsigned abar__ncpu(void);
 unsigned abar__cgroup_cpus(const char *root); /* cpus.c */
 uint64_t abar__now_ns(void);

@@ -33,30 +33,46 @@ uint64_t abar__spin_ns(void)
     return v;
 }
 
-/* The spin budget adapts to what parking costs on this machine.  A park
- * is worth its wake-up only when the phase then runs on for long: a waiter
- * woken soon after it parked burnt the wake-up (on a VM, a halted vCPU can
- * take tens of µs to milliseconds to run again) where spinning a little
- * longer would have cost little CPU.  So a release that wakes sleepers
- * (abar__publish) looks at how long ago the first of them parked: sooner
- * than ABAR__SPIN_MAX_NS doubles the budget of every later wait on the
- * barrier, up to that bound; later resets it.  Without that, one hiccup
+/* The spin budget adapts to what parking costs on this machine, two ways.
+ *
+ * A park is worth its wake-up only when the phase then runs on for long: a
+ * waiter woken soon after it parked burnt the wake-up (on a VM, a halted
+ * vCPU can take tens of µs to milliseconds to run again) where spinning a
+ * little longer would have cost little CPU.  So a release that wakes
+ * sleepers (abar__publish) looks at how long ago the first of them parked:
+ * sooner than ABAR__SPIN_MAX_NS doubles the budget of every later wait on
+ * the barrier, up to that bound; later resets it.  Without that, one hiccup
  * longer than the budget (a vCPU preempted by its host) parks the waiters,
- * and the wake-ups it takes then cost more than the hiccup did.  A thread
- * that waits 10 ms for a late arrival still burns at most ABAR__SPIN_MAX_NS,
- * and only in the first such wait after a run of short ones.
- * Both words are hints: relaxed, racy updates lose at most one step. */
+ * and the wake-ups it takes then cost more than the hiccup did.
+ *
+ * And a park costs the barrier at least the wake-up itself: the sleeper
+ * must run again before it can arrive at the next phase, and every other
+ * participant waits for that.  So the budget is never below twice the time
+ * sleepers have recently taken to run again after a wake (wake_ns: each
+ * woken sleeper measures it from the completer's woke_at).  Where wake-ups
+ * are fast (µs) that changes nothing; on a busy host whose halted vCPUs
+ * come back in milliseconds it keeps the waiters spinning through the short
+ * hiccups that would otherwise park them, each park then costing a
+ * millisecond wake (measured: docs/bench.md, "A host that steals vCPUs").
+ *
+ * A thread that waits 10 ms for a late arrival still burns at most
+ * ABAR__SPIN_MAX_NS, and only in the first such wait after a run of short
+ * ones or of slow wake-ups.  All four words are hints: relaxed, racy
+ * updates lose at most one step. */
 #define ABAR__SPIN_MAX_NS 800000u
 #define ABAR__SPIN_SHIFT_MAX 4u
 
 /* The budget block() spins before parking: the base (ABAR_SPIN_NS, or
  * `factor` times it right after a release that woke sleepers) doubled
- * spin_shift times, but never past ABAR__SPIN_MAX_NS by the doubling. */
+ * spin_shift times, and at least twice the recent wake-up time, but never
+ * past ABAR__SPIN_MAX_NS by the doubling or the wake-ups. */
 uint64_t abar__spin_budget(const struct abar_impl *b, unsigned factor)
 {
     const uint64_t base = abar__spin_ns() * factor;
     if (base >= ABAR__SPIN_MAX_NS) return base;
-    const uint64_t v = base << atomic_load_explicit(&b->spin_shift, memory_order_relaxed);
+    uint64_t v = base << atomic_load_explicit(&b->spin_shift, memory_order_relaxed);
+    const uint64_t w = 2 * atomic_load_explicit(&b->wake_ns, memory_order_relaxed);
+    if (w > v) v = w;
     return v < ABAR__SPIN_MAX_NS ? v : ABAR__SPIN_MAX_NS;
 }
 
@@ -73,11 +89,28 @@ void abar__spin_parking(struct abar_impl *b)
 void abar__spin_learn(struct abar_impl *b)
 {
     if (b->flags & ABAR_WAIT_PARK) return;
+    const uint64_t now = abar__now_ns();
     const uint64_t at = atomic_load_explicit(&b->parked_at, memory_order_relaxed);
     const uint32_t s = atomic_load_explicit(&b->spin_shift, memory_order_relaxed);
     uint32_t n = 0;
-    if (abar__now_ns() - at < ABAR__SPIN_MAX_NS) n = s < ABAR__SPIN_SHIFT_MAX ? s + 1 : s;
+    if (now - at < ABAR__SPIN_MAX_NS) n = s < ABAR__SPIN_SHIFT_MAX ? s + 1 : s;
     if (n != s) atomic_store_explicit(&b->spin_shift, n, memory_order_relaxed);
+    atomic_store_explicit(&b->woke_at, now, memory_order_relaxed);
+}
+
+/* A sleeper is back from FUTEX_WAIT, woken (block()): how long since the
+ * completer woke it.  wake_ns follows a slower wake-up at once and a faster
+ * one by an eighth of the difference, so one fast wake does not undo what
+ * a run of slow ones showed.  A wake by a cancel or a spurious return,
+ * measured against an older woke_at, reads long: that only raises the
+ * budget towards its bound, and the fast wakes that follow bring it back. */
+void abar__spin_woken(struct abar_impl *b)
+{
+    if (b->flags & ABAR_WAIT_PARK) return;
+    const uint64_t lat = abar__now_ns() - atomic_load_explicit(&b->woke_at, memory_order_relaxed);
+    const uint64_t w = atomic_load_explicit(&b->wake_ns, memory_order_relaxed);
+    const uint64_t n = lat >= w ? (lat < ABAR__SPIN_MAX_NS ? lat : ABAR__SPIN_MAX_NS) : w - (w - lat) / 8;
+    if (n != w) atomic_store_explicit(&b->wake_ns, n, memory_order_relaxed);
 }
 
 /* The CPUs this process may run on: the main thread's affinity mask (where

@@ -42,8 +42,12 @@ static inline bool pending_result(int r) { return r == EBUSY || r == OPEN; }
 #define ABAR__FIRST_POLLS 128u
 
 /* How long a waiter keeps spinning, at most, while the sleepers of the last
- * phase are still coming back from FUTEX_WAIT (block()). */
-#define ABAR__WAKING_SPIN_NS 2000000u
+ * phase are still coming back from FUTEX_WAIT (block()): longer than a
+ * busy host takes to run a halted vCPU again (milliseconds; with 2 ms,
+ * wake-ups slower than that kept a barrier parked for good: docs/bench.md),
+ * and still a bound if a woken sleeper never comes back (its process
+ * stopped). */
+#define ABAR__WAKING_SPIN_NS 20000000u
 
 /* Whether phase t.raw has been released.  acquire: pairs with the
  * completer's release store of phase. */
@@ -185,6 +189,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
             r = look(b, t, &s);
             return pending_result(r) ? ETIMEDOUT : r;
         }
+        abar__spin_woken(b);
     }
 }
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 /* ---- waiting --------------------------------------------------------------- */
@@ -493,14 +494,58 @@ TEST(spin_budget_adapts_to_short_parks)
         if (v == LONG_PARK) CHECK_EQ(atomic_load(&I(&b)->spin_shift), 0);
         shorts = v == SHORT_PARK ? shorts + 1 : 0; /* after UNSURE the shift is not known */
     }
-    /* five short parks in a row: the bound */
+    /* five short parks in a row: the bound.  (The wake-ups measured on the
+     * way also count, below; forgotten here to see the doubling alone.) */
     CHECK_EQ(atomic_load(&I(&b)->spin_shift), 4);
+    atomic_store(&I(&b)->wake_ns, 0);
     CHECK_EQ(abar__spin_budget(I(&b), 1), base * 16 < 800000 ? base * 16 : 800000);
     CHECK_EQ(abar__spin_budget(I(&b), 5), 800000); /* the doubling stops at 800 µs */
     /* parked, then woken 5 ms later: parking paid off, back to the base */
     CHECK_EQ(park_then_release(&b, 5), LONG_PARK);
     CHECK_EQ(atomic_load(&I(&b)->spin_shift), 0);
+    atomic_store(&I(&b)->wake_ns, 0);
     CHECK_EQ(abar__spin_budget(I(&b), 1), base);
+    CHECK_EQ(abar_destroy(&b), 0);
+}
+
+/* The budget is at least twice what woken sleepers took to run again
+ * (futex.c): a sleeper back 300 µs after the completer's wake raises it to
+ * 600 µs at once; fast wake-ups bring it down an eighth of the way each;
+ * and a wake-up of milliseconds raises it no further than 800 µs. */
+TEST(spin_budget_covers_slow_wakeups)
+{
+    abar_t b;
+    CHECK_EQ(abar_init(&b, 2, NULL), 0);
+    const uint64_t base = abar__spin_ns();
+    CHECK(base < 300000); /* ABAR_SPIN_NS unset, or small */
+    abar__spin_learn(I(&b)); /* a completer wakes sleepers now */
+    const uint64_t t0 = now_ns();
+    while (now_ns() - t0 < 300000) {}
+    abar__spin_woken(I(&b)); /* one is back 300 µs later */
+    const uint64_t w = atomic_load(&I(&b)->wake_ns);
+    CHECK(w >= 300000 && w < 800000);
+    CHECK_EQ(abar__spin_budget(I(&b), 1), 2 * w < 800000 ? 2 * w : 800000);
+    /* fast wake-ups: down by at least an eighth of the difference each */
+    for (unsigned i = 0; i < 8; i++) {
+        const uint64_t before = atomic_load(&I(&b)->wake_ns);
+        abar__spin_learn(I(&b));
+        abar__spin_woken(I(&b));
+        const uint64_t after = atomic_load(&I(&b)->wake_ns);
+        CHECK(after < before && after >= before - before / 8 - 1);
+    }
+    for (unsigned i = 0; i < 200; i++) {
+        abar__spin_learn(I(&b));
+        abar__spin_woken(I(&b));
+    }
+    CHECK(atomic_load(&I(&b)->wake_ns) < base / 2);
+    atomic_store(&I(&b)->spin_shift, 0); /* learn() doubled it: forget */
+    CHECK_EQ(abar__spin_budget(I(&b), 1), base);
+    /* a wake-up of 5 ms: the bound, not 10 ms */
+    abar__spin_learn(I(&b));
+    usleep(5000);
+    abar__spin_woken(I(&b));
+    CHECK_EQ(atomic_load(&I(&b)->wake_ns), 800000);
+    CHECK_EQ(abar__spin_budget(I(&b), 1), 800000);
     CHECK_EQ(abar_destroy(&b), 0);
 }
 
