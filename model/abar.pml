@@ -55,7 +55,7 @@
  *      phase completed, and no arrival is counted after the cancel;
  *   P5 destroy never overlaps a call in progress: after abar_destroy returns
  *      0 no thread touches the barrier memory (FUTEX_WAKE on the address is
- *      allowed, futex.c:117-120); destroy is EBUSY while anyone is inside.
+ *      allowed, futex.c:150-153); destroy is EBUSY while anyone is inside.
  *   P6 (liveness, checked separately: pan -DNP, ./pan -l -f, run_model.sh's
  *      `live`) every weakly fair execution terminates: there is no cycle
  *      in which some process runs for ever (a CAS retry loop, a waiter that
@@ -120,7 +120,7 @@
  * variant, should it come back),
  * FIX_CANCEL_WAKE (1, as lifecycle.c:120-123 since 8fb3cd8: abar_cancel
  * always wakes; 0: only when PARKED, finding F2),
- * FIX_CANCEL_PARK (1, as wait.c:167 since 177c88b: a parker whose look said
+ * FIX_CANCEL_PARK (1, as wait.c:171 since 177c88b: a parker whose look said
  * "pending" on a cancelled state yields instead of sleeping; 0: it parks,
  * finding F4),
  * NO_ONLY (0: 1 leaves out the plain arrive without a wait in the last
@@ -380,13 +380,13 @@ inline look(res, tk)
     judge(res, tk, cur, s)
 }
 
-/* abar__futex_wake_all, futex.c:121-127: touches only the address. */
+/* abar__futex_wake_all, futex.c:154-160: touches only the address. */
 inline futex_wake_all()
 {
     d_step { i = 0; do :: i < NPROC -> fq[i] = 0; i++ :: else -> break od; i = 0 }
 }
 
-/* abar__futex_wait, futex.c:131-141 (FUTEX_WAIT_BITSET, futex.c:136), called
+/* abar__futex_wait, futex.c:164-174 (FUTEX_WAIT_BITSET, futex.c:169), called
  * with val and a deadline or none. */
 inline futex_wait(res, val, tmd)
 {
@@ -407,17 +407,17 @@ inline futex_wait(res, val, tmd)
     od
 }
 
-/* block, wait.c:80-189 (with lean_spin, wait.c:67-77): spin (unless PARK), then park.  Returns in r. */
+/* block, wait.c:84-194 (with lean_spin, wait.c:71-81): spin (unless PARK), then park.  Returns in r. */
 inline block(tk, tmd)
 {
-    /* The spin loop, wait.c:105-149.  Its policy is a free choice each round:
-     * ABAR_WAIT_PARK skips it (wait.c:98), the default leaves it when the
+    /* The spin loop, wait.c:109-153.  Its policy is a free choice each round:
+     * ABAR_WAIT_PARK skips it (wait.c:102), the default leaves it when the
      * budget is spent (and, oversubscribed, after 4 yields per participant:
-     * any round, wait.c:140-143), ABAR_WAIT_SPIN never leaves
-     * it.  A round reads `phase` (wait.c:110; the first 128 rounds,
-     * wait.c:67-77, lean_spin, read only `phase`), then the futex word's cancel
-     * bit (wait.c:113), and looks (wait.c:115) when the bit is set or on every
-     * 1024th round (wait.c:114).  A round whose loads find phase <= tk, the
+     * any round, wait.c:144-147), ABAR_WAIT_SPIN never leaves
+     * it.  A round reads `phase` (wait.c:114; the first 128 rounds,
+     * wait.c:71-81, lean_spin, read only `phase`), then the futex word's cancel
+     * bit (wait.c:117), and looks (wait.c:119) when the bit is set or on every
+     * 1024th round (wait.c:118).  A round whose loads find phase <= tk, the
      * bit clear, and (if it looks) the token still pending changes nothing
      * but the spinner's locals; such rounds are folded into one blocking step
      * that waits until a round can see news: `phase` past tk, the bit, or
@@ -430,35 +430,35 @@ inline block(tk, tmd)
      * caught (P5) by the round's first access. */
     do
     :: atomic { ACCESS; phase > tk || (futex & FUT_CANC) || (state & (CANC | FIN)) || dead } ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:72,110 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:76,114 */
        if
        :: tmp > tk -> r = 0; goto blockdone
        :: else -> skip
        fi;
-       atomic { ACCESS; tmp = futex };                   /* wait.c:113 */
+       atomic { ACCESS; tmp = futex };                   /* wait.c:117 */
        if
-       :: skip ->                                        /* wait.c:113-114: the cancel bit, or i % 1024 == 0 */
+       :: skip ->                                        /* wait.c:117-118: the cancel bit, or i % 1024 == 0 */
           tmp = 0;
-          look(r, tk);                                   /* wait.c:115 */
+          look(r, tk);                                   /* wait.c:119 */
           if :: !PENDING(r) -> goto blockdone :: else -> skip fi
        :: !(tmp & FUT_CANC) -> tmp = 0                   /* no bit, not a 1024th round */
        fi
-    :: tmd ->                                            /* wait.c:122-125: deadline, one more look */
+    :: tmd ->                                            /* wait.c:126-129: deadline, one more look */
        look(r, tk);
        r = (PENDING(r) -> ETIMEDOUT : r);
        goto blockdone
-    :: break                                             /* wait.c:98,143: park */
+    :: break                                             /* wait.c:102,147: park */
     od;
-    /* The park loop, wait.c:159-188. */
+    /* The park loop, wait.c:163-193. */
     do
-    :: atomic { ACCESS; v = futex };                     /* wait.c:164: the word before the look */
-       look(r, tk);                                      /* wait.c:165 */
+    :: atomic { ACCESS; v = futex };                     /* wait.c:168: the word before the look */
+       look(r, tk);                                      /* wait.c:169 */
        if :: !PENDING(r) -> goto blockdone :: else -> skip fi;
-       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:166 */
+       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:170 */
        if
-       :: r == EBUSY -> goto parkagain                   /* wait.c:167-169: yield */
+       :: r == EBUSY -> goto parkagain                   /* wait.c:171-173: yield */
 #if FIX_CANCEL_PARK
-       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:167-169: cancelled, looked complete: yield */
+       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:171-173: cancelled, looked complete: yield */
 #endif
        :: else -> skip
        fi;
@@ -466,7 +466,7 @@ inline block(tk, tmd)
        /* bug 2: sleep without announcing PARKED */
 #else
        if
-       :: !(s & PARKED) ->                               /* wait.c:171-178 */
+       :: !(s & PARKED) ->                               /* wait.c:175-182 */
           atomic {
               ACCESS;
               if
@@ -478,11 +478,11 @@ inline block(tk, tmd)
        :: else -> skip
        fi;
 #endif
-       futex_wait(r, v, tmd);                            /* wait.c:182 */
+       futex_wait(r, v, tmd);                            /* wait.c:186 */
        if
        :: r == ETIMEDOUT ->
-          look(r, tk);                                   /* wait.c:185 */
-          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:186 */
+          look(r, tk);                                   /* wait.c:189 */
+          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:190 */
           goto blockdone
        :: else -> skip
        fi;
@@ -493,10 +493,10 @@ blockdone:
     cur = 0; s = 0; ok = 0; tmp = 0; v = 0
 }
 
-/* enter, wait.c:198-229: announce, then wait out a destroy's mark.
+/* enter, wait.c:203-234: announce, then wait out a destroy's mark.
  *
  * The hazard-slot fences (hazard.c:11-21).  The C orders the slot store
- * before the waiter's next loads with a "light" fence (wait.c:212,
+ * before the waiter's next loads with a "light" fence (wait.c:217,
  * abar_internal.h:300-304: only a compiler barrier where membarrier is
  * registered) and destroy's mark before its slot loads with a "heavy" one
  * (lifecycle.c:96, hazard.c:50-60: membarrier PRIVATE_EXPEDITED, then a
@@ -518,18 +518,18 @@ blockdone:
 inline enter()
 {
 #if PSHARED
-    atomic { ACCESS; inside++ };                         /* wait.c:216 */
+    atomic { ACCESS; inside++ };                         /* wait.c:221 */
 #else
-    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:208, light fence 207 */
+    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:213, light fence 207 */
 #endif
     entered = 1;
     do
-    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:221 */
-    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:222: destroyed */
+    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:226 */
+    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:227: destroyed */
        entered = 0; break
     od;
     if
-    :: !entered ->                                       /* wait.c:223 leave */
+    :: !entered ->                                       /* wait.c:228 leave */
 #if PSHARED
        atomic { inside-- }
 #else
@@ -539,24 +539,24 @@ inline enter()
     fi
 }
 
-/* leave, wait.c:233-245: after it this thread touches the barrier no more. */
+/* leave, wait.c:238-250: after it this thread touches the barrier no more. */
 inline leave()
 {
 #if PSHARED
-    atomic { ACCESS; inside-- }                          /* wait.c:236 */
+    atomic { ACCESS; inside-- }                          /* wait.c:241 */
 #else
-    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:241 */
+    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:246 */
 #endif
 }
 
-/* wait_registered, wait.c:248-255 (the caller, wait_common, found the token
- * not yet complete on the release words, wait.c:265). */
+/* wait_registered, wait.c:253-260 (the caller, wait_common, found the token
+ * not yet complete on the release words, wait.c:270). */
 inline wait_registered(tk, tmd)
 {
-    enter();                                             /* wait.c:251 */
+    enter();                                             /* wait.c:256 */
     assert(entered);                                     /* no destroy races these waits */
-    block(tk, tmd);                                      /* wait.c:252 */
-    leave()                                              /* wait.c:253 */
+    block(tk, tmd);                                      /* wait.c:257 */
+    leave()                                              /* wait.c:258 */
 }
 
 /* What a returned wait may say (P1, P4). */
@@ -1184,7 +1184,7 @@ inline destroy()
           /* lifecycle.c:96-97: the heavy fence (see enter), then the
            * hazard slots (hazard.c:108-115, read as one step: a slot
            * set after the scan passed it belongs to a waiter that then
-           * sees the mark, wait.c:221) */
+           * sees the mark, wait.c:226) */
           atomic { ACCESS; i = 0; do :: i < NPROC && !slot[i] -> i++ :: else -> break od };
           if
           :: i < NPROC -> atomic { ACCESS; inside = inside & ~INSIDE_DEAD }; r = EBUSY /* lifecycle.c:97-99 */
@@ -1241,7 +1241,7 @@ active [N] proctype worker()
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
        if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:322 */
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:327 */
        :: else -> skip
        fi;
 #endif
@@ -1251,7 +1251,7 @@ active [N] proctype worker()
        :: else -> arrive(ARRN, op == OP_DROP)
        fi;
 #else
-       arrive(ARRN, op == OP_DROP);                      /* wait.c:326 / arrive.c:128, 209-226 */
+       arrive(ARRN, op == OP_DROP);                      /* wait.c:331 / arrive.c:128, 209-226 */
 #endif
 #if MUTANT == 6
        if :: op == OP_AW -> enter() :: else -> skip fi;
@@ -1267,29 +1267,29 @@ active [N] proctype worker()
           leave(); left = 1;                             /* bug 13: leaves right after its arrival */
 #endif
           if
-          :: lst -> skip                                 /* wait.c:329: we completed it */
+          :: lst -> skip                                 /* wait.c:334: we completed it */
           :: else ->
-             atomic { ACCESS; tmp = phase };             /* wait.c:332: released meanwhile? */
+             atomic { ACCESS; tmp = phase };             /* wait.c:337: released meanwhile? */
              if
 #if MUTANT == 12
              :: tmp >= tp -> tmp = 0                     /* bug 12: `phase` == tp taken as released */
 #else
-             :: tmp > tp -> tmp = 0                      /* wait.c:332 */
+             :: tmp > tp -> tmp = 0                      /* wait.c:337 */
 #endif
 #if MUTANT == 13
              :: else -> tmp = 0; wait_registered(tp, 0)  /* bug 13: then waits as abar_wait does */
 #else
-             :: else -> tmp = 0; block(tp, 0)            /* wait.c:333-334 */
+             :: else -> tmp = 0; block(tp, 0)            /* wait.c:338-339 */
 #endif
              fi
           fi;
           check_wait(tp, r, 0)
        :: r == 0 && (op == OP_SPLIT || op == OP_TIMED) ->
-          do                                             /* wait_common, wait.c:257-277 */
-          :: atomic { ACCESS; tmp = phase };             /* wait.c:265 */
+          do                                             /* wait_common, wait.c:262-282 */
+          :: atomic { ACCESS; tmp = phase };             /* wait.c:270 */
              if
              :: tp < tmp -> r = 0; tmp = 0
-             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:276 */
+             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:281 */
              fi;
              check_wait(tp, r, timed);
              if
@@ -1300,7 +1300,7 @@ active [N] proctype worker()
        :: else -> skip
        fi;
        if
-       :: op == OP_AW && !left -> leave()                /* wait.c:335 */
+       :: op == OP_AW && !left -> leave()                /* wait.c:340 */
        :: else -> skip
        fi;
        if
@@ -1345,7 +1345,7 @@ active proctype canceller()
 #endif
 
 #if OBSERVER
-/* A non-participant: abar_current, then abar_wait (wait.c:291-299, 184-204). */
+/* A non-participant: abar_current, then abar_wait (wait.c:296-304, 184-204). */
 active proctype observer()
 {
     byte tp, cur, ph1, ph2, gsr, gtr, tmp, i, v;
@@ -1353,17 +1353,17 @@ active proctype observer()
     byte r;
     bool ok, entered;
 
-    snapshot(cur, s);                                    /* wait.c:296 */
+    snapshot(cur, s);                                    /* wait.c:301 */
     if
-    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:297 */
-    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:298 */
+    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:302 */
+    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:303 */
     fi;
     if
     :: r == 0 && tp < NPH ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:265 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:270 */
        if
        :: tp < tmp -> r = 0; tmp = 0
-       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:276 */
+       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:281 */
        fi;
        check_wait(tp, r, 0)
     :: else -> skip
