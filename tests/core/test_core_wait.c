@@ -523,17 +523,24 @@ TEST(spin_budget_covers_slow_wakeups)
     while (now_ns() - t0 < 300000) {}
     abar__spin_woken(I(&b)); /* one is back 300 µs later */
     const uint64_t w = atomic_load(&I(&b)->wake_ns);
-    CHECK(w >= 300000 && w < 800000);
+    CHECK(w >= 300000 && w <= 800000); /* 800 µs if this thread was preempted meanwhile */
     CHECK_EQ(abar__spin_budget(I(&b), 1), 2 * w < 800000 ? 2 * w : 800000);
-    /* fast wake-ups: down by at least an eighth of the difference each */
+    /* fast wake-ups: down by an eighth of the difference each (a step in
+     * which this thread was preempted reads as a slow wake: not counted) */
+    unsigned down = 0;
     for (unsigned i = 0; i < 8; i++) {
         const uint64_t before = atomic_load(&I(&b)->wake_ns);
         abar__spin_learn(I(&b));
         abar__spin_woken(I(&b));
         const uint64_t after = atomic_load(&I(&b)->wake_ns);
-        CHECK(after < before && after >= before - before / 8 - 1);
+        if (after < before) {
+            CHECK(after >= before - before / 8 - 1); /* no more than an eighth */
+            down++;
+        }
     }
-    for (unsigned i = 0; i < 200; i++) {
+    CHECK(down >= 6);
+    /* and on down to a few µs */
+    for (unsigned i = 0; i < 1000 && atomic_load(&I(&b)->wake_ns) >= base / 2; i++) {
         abar__spin_learn(I(&b));
         abar__spin_woken(I(&b));
     }
@@ -546,6 +553,34 @@ TEST(spin_budget_covers_slow_wakeups)
     abar__spin_woken(I(&b));
     CHECK_EQ(atomic_load(&I(&b)->wake_ns), 800000);
     CHECK_EQ(abar__spin_budget(I(&b), 1), 800000);
+    CHECK_EQ(abar_destroy(&b), 0);
+}
+
+/* White box: while a sleeper woken by the last release is still on its way
+ * back (asleep[] of that phase's parity, block()), a waiter keeps spinning
+ * rather than park, so that the next phase does not wait for wake-ups too;
+ * 20 ms at most, so a sleeper that never comes back does not keep it
+ * spinning.  Here the count is set by hand: one sleeper of phase -1 that
+ * never comes back. */
+TEST(waiters_spin_while_woken_sleepers_come_back)
+{
+    abar_t b;
+    CHECK_EQ(abar_init(&b, 2, NULL), 0);
+    atomic_store(&I(&b)->asleep[1], 1); /* phase 0's waiters look at parity (0 - 1) & 1 */
+    struct caller c;
+    caller_start(&c, &b, C_ARRIVE_AND_WAIT, (abar_token_t){0, 0});
+    await_inside(&b, 1);
+    const uint64_t t0 = now_ns();
+    while (!(atomic_load(&I(&b)->state) & ST_PARKED)) {
+        CHECK(now_ns() - t0 < 5000000000u);
+        msleep(1);
+    }
+    const uint64_t spun = now_ns() - t0;
+    CHECK(spun >= 15000000u); /* spun well past the budget (50 µs) while the sleeper was away */
+    CHECK(spun < 2000000000u); /* and the bound ended it */
+    atomic_store(&I(&b)->asleep[1], 0);
+    CHECK(tok_ok(abar_arrive(&b)));
+    CHECK_EQ(caller_join(&c), 0);
     CHECK_EQ(abar_destroy(&b), 0);
 }
 
