@@ -47,10 +47,12 @@ uint64_t abar__spin_ns(void)
  *
  * And a park costs the barrier at least the wake-up itself: the sleeper
  * must run again before it can arrive at the next phase, and every other
- * participant waits for that.  So the budget is never below twice the time
+ * participant waits for that.  So the budget is never below the time
  * sleepers have recently taken to run again after a wake (wake_ns: each
- * woken sleeper measures it from the completer's woke_at).  Where wake-ups
- * are fast (µs) that changes nothing; on a busy host whose halted vCPUs
+ * woken sleeper measures it from the completer's woke_at): spin as long as
+ * a park would cost, then park.  (Twice that burnt twice the CPU in long
+ * waits and did no better under emulated steal: docs/bench.md.)  Where
+ * wake-ups are fast (µs) that changes little; on a busy host whose halted vCPUs
  * come back in milliseconds it keeps the waiters spinning through the short
  * hiccups that would otherwise park them, each park then costing a
  * millisecond wake (measured: docs/bench.md, "A host that steals vCPUs").
@@ -64,14 +66,14 @@ uint64_t abar__spin_ns(void)
 
 /* The budget block() spins before parking: the base (ABAR_SPIN_NS, or
  * `factor` times it right after a release that woke sleepers) doubled
- * spin_shift times, and at least twice the recent wake-up time, but never
+ * spin_shift times, and at least the recent wake-up time, but never
  * past ABAR__SPIN_MAX_NS by the doubling or the wake-ups. */
 uint64_t abar__spin_budget(const struct abar_impl *b, unsigned factor)
 {
     const uint64_t base = abar__spin_ns() * factor;
     if (base >= ABAR__SPIN_MAX_NS) return base;
     uint64_t v = base << atomic_load_explicit(&b->spin_shift, memory_order_relaxed);
-    const uint64_t w = 2 * atomic_load_explicit(&b->wake_ns, memory_order_relaxed);
+    const uint64_t w = atomic_load_explicit(&b->wake_ns, memory_order_relaxed);
     if (w > v) v = w;
     return v < ABAR__SPIN_MAX_NS ? v : ABAR__SPIN_MAX_NS;
 }

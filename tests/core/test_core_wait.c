@@ -508,9 +508,9 @@ TEST(spin_budget_adapts_to_short_parks)
     CHECK_EQ(abar_destroy(&b), 0);
 }
 
-/* The budget is at least twice what woken sleepers took to run again
+/* The budget is at least what woken sleepers took to run again
  * (futex.c): a sleeper back 300 µs after the completer's wake raises it to
- * 600 µs at once; fast wake-ups bring it down an eighth of the way each;
+ * 300 µs at once; fast wake-ups bring it down an eighth of the way each;
  * and a wake-up of milliseconds raises it no further than 800 µs. */
 TEST(spin_budget_covers_slow_wakeups)
 {
@@ -524,7 +524,7 @@ TEST(spin_budget_covers_slow_wakeups)
     abar__spin_woken(I(&b)); /* one is back 300 µs later */
     const uint64_t w = atomic_load(&I(&b)->wake_ns);
     CHECK(w >= 300000 && w <= 800000); /* 800 µs if this thread was preempted meanwhile */
-    CHECK_EQ(abar__spin_budget(I(&b), 1), 2 * w < 800000 ? 2 * w : 800000);
+    CHECK_EQ(abar__spin_budget(I(&b), 1), w);
     /* fast wake-ups: down by an eighth of the difference each (a step in
      * which this thread was preempted reads as a slow wake: not counted) */
     unsigned down = 0;
