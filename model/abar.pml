@@ -55,7 +55,7 @@
  *      phase completed, and no arrival is counted after the cancel;
  *   P5 destroy never overlaps a call in progress: after abar_destroy returns
  *      0 no thread touches the barrier memory (FUTEX_WAKE on the address is
- *      allowed, futex.c:152-155); destroy is EBUSY while anyone is inside.
+ *      allowed, futex.c:153-156); destroy is EBUSY while anyone is inside.
  *   P6 (liveness, checked separately: pan -DNP, ./pan -l -f, run_model.sh's
  *      `live`) every weakly fair execution terminates: there is no cycle
  *      in which some process runs for ever (a CAS retry loop, a waiter that
@@ -380,13 +380,13 @@ inline look(res, tk)
     judge(res, tk, cur, s)
 }
 
-/* abar__futex_wake_all, futex.c:156-162: touches only the address. */
+/* abar__futex_wake_all, futex.c:157-163: touches only the address. */
 inline futex_wake_all()
 {
     d_step { i = 0; do :: i < NPROC -> fq[i] = 0; i++ :: else -> break od; i = 0 }
 }
 
-/* abar__futex_wait, futex.c:166-176 (FUTEX_WAIT_BITSET, futex.c:171), called
+/* abar__futex_wait, futex.c:167-177 (FUTEX_WAIT_BITSET, futex.c:172), called
  * with val and a deadline or none. */
 inline futex_wait(res, val, tmd)
 {

@@ -52,10 +52,11 @@ uint64_t abar__spin_ns(void)
  * woken sleeper measures it from the completer's woke_at): spin as long as
  * a park would cost, then park.  (Twice that burnt twice the CPU in long
  * waits and did no better under emulated steal: docs/bench.md.)  Where
- * wake-ups are fast (µs) that changes little; on a busy host whose halted vCPUs
- * come back in milliseconds it keeps the waiters spinning through the short
- * hiccups that would otherwise park them, each park then costing a
- * millisecond wake (measured: docs/bench.md, "A host that steals vCPUs").
+ * wake-ups are fast (µs) that changes little; on a busy host whose halted
+ * vCPUs come back in milliseconds it keeps the waiters spinning through
+ * the short hiccups that would otherwise park them, each park then costing
+ * a millisecond wake (measured: docs/bench.md, "A host that steals
+ * vCPUs").
  *
  * A thread that waits 10 ms for a late arrival still burns at most
  * ABAR__SPIN_MAX_NS, and only in the first such wait after a run of short
