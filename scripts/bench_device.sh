@@ -45,7 +45,8 @@ prepare)
     cp -L "$build/b/src/pthread/libabar-pthread.so" "$root/.carry/lib/libabar-pthread.so"
   fi
   # pairlab (bench/core/pairlab.c): where the time goes at T = 2
-  gcc -O2 -std=gnu11 -I"$build/tree/include" -I"$build/tree/src/core" "$build/tree/bench/core/pairlab.c" \
+  gcc -O2 -std=gnu11 -I"$build/tree/include" -I"$build/tree/src/core" -I"$build/tree/bench/common" \
+    "$build/tree/bench/core/pairlab.c" \
     "$build/tree"/src/core/*.c -static -pthread -o "$root/.carry/bin/pairlab" ||
     echo "pairlab not built" >&2
   # quadlab (bench/core/quadlab.c): where the time goes at T = 3, 4

@@ -79,7 +79,7 @@ static inline void busy_ns(uint64_t ns)
 
 static inline void die(const char *what, int err)
 {
-    fprintf(stderr, "abar-bench: %s: %s\n", what, strerror(err));
+    fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name, what, strerror(err));
     exit(2);
 }
 
@@ -109,20 +109,31 @@ static inline void steal_register(unsigned i)
                           memory_order_relaxed);
 }
 
+/* Pins the calling thread to CPU `cpu` (the labs name CPUs themselves). */
+static inline void pin_cpu(int cpu)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    int r = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    if (r) {
+        char what[64];
+        snprintf(what, sizeof what, "pinning a thread to CPU %d", cpu);
+        die(what, r);
+    }
+}
+
 /* Pins the calling thread to the i-th allowed CPU (pinned) or lets it run on
  * every allowed CPU (unpinned: the scheduler places it). */
 static inline void pin_self(unsigned i, int pinned)
 {
-    cpu_set_t set;
-    if (pinned) {
-        CPU_ZERO(&set);
-        CPU_SET(bench_cpus[i % bench_ncpus], &set);
-    } else {
-        set = bench_allowed;
+    if (!pinned) {
+        int r = pthread_setaffinity_np(pthread_self(), sizeof bench_allowed, &bench_allowed);
+        if (r) die("pthread_setaffinity_np", r);
+        return;
     }
-    int r = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-    if (r) die("pthread_setaffinity_np", r);
-    if (pinned) steal_register(i);
+    pin_cpu(bench_cpus[i % bench_ncpus]);
+    steal_register(i);
 }
 
 /* ---- a host that steals vCPUs, emulated (ABAR_BENCH_STEAL) ---------------- */

@@ -5,8 +5,8 @@
  *   pairlab [CPU_A CPU_B] [ROUNDS]
  *
  * Built by hand (it links the core's sources, to reach its internals):
- *   gcc -O2 -Iinclude -Isrc/core bench/core/pairlab.c \
- *       src/core/{arrive,tree,wait,lifecycle,hazard,futex}.c -static -pthread -o pairlab
+ *   gcc -O2 -Iinclude -Isrc/core -Ibench/common bench/core/pairlab.c \
+ *       src/core/*.c -static -pthread -o pairlab
  *
  * Variants (each a barrier of two, arrive-and-wait in a loop):
  *   central     c11-central: fetch_sub; the last stores count and gen; the
@@ -41,6 +41,7 @@
 #define _GNU_SOURCE
 #include "abar.h"
 #include "abar_internal.h"
+#include "common.h" /* now_ns, cpu_relax, cmp_double, pin_cpu */
 
 #include <pthread.h>
 #include <sched.h>
@@ -50,14 +51,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static inline void relax(void) { __builtin_ia32_pause(); }
-static uint64_t now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 struct lab {
     _Alignas(64) _Atomic uint32_t count;
@@ -77,7 +70,7 @@ static void central(int np)
         atomic_store_explicit(&L.gen, g + 1, memory_order_release);
     } else {
         while (atomic_load_explicit(&L.gen, memory_order_acquire) == g)
-            if (!np) relax();
+            if (!np) cpu_relax();
     }
 }
 
@@ -101,9 +94,9 @@ static void st(int own, int pub)
                 return;
             }
             if (pub) {
-                while (atomic_load_explicit(&L.ph, memory_order_acquire) <= ph) relax();
+                while (atomic_load_explicit(&L.ph, memory_order_acquire) <= ph) cpu_relax();
             } else {
-                while ((atomic_load_explicit(&L.st, memory_order_acquire) >> 8) == ph) relax();
+                while ((atomic_load_explicit(&L.st, memory_order_acquire) >> 8) == ph) cpu_relax();
             }
             return;
         }
@@ -122,7 +115,7 @@ static void st_blind_pub(void)
         atomic_store_explicit(&L.ph, ph + 1, memory_order_release);
         return;
     }
-    while (atomic_load_explicit(&L.ph, memory_order_acquire) <= ph) relax();
+    while (atomic_load_explicit(&L.ph, memory_order_acquire) <= ph) cpu_relax();
 }
 
 /* ticket: one fetch-and-add per arrival on a count that never resets; the
@@ -145,7 +138,7 @@ static void ticket(int hz)
     uint64_t ph = t / 2;
     if (t % 2 == 1) atomic_store_explicit(&L.ph, ph + 1, memory_order_release);
     else
-        while (atomic_load_explicit(&L.ph, memory_order_acquire) <= ph) relax();
+        while (atomic_load_explicit(&L.ph, memory_order_acquire) <= ph) cpu_relax();
     if (hz) atomic_store_explicit(&h->slot[--h->depth], NULL, memory_order_release);
 }
 
@@ -162,7 +155,7 @@ static void ticket_dly(unsigned k, int who)
         atomic_store_explicit(&L.ph, ph + 1, memory_order_release);
         if (who == 1) spin_work(k);
     } else {
-        while (atomic_load_explicit(&L.ph, memory_order_acquire) <= ph) relax();
+        while (atomic_load_explicit(&L.ph, memory_order_acquire) <= ph) cpu_relax();
         if (who == 2) spin_work(k);
     }
     atomic_store_explicit(&h->slot[--h->depth], NULL, memory_order_release);
@@ -189,7 +182,7 @@ static struct { _Alignas(64) _Atomic uint32_t expected; } far_line = { 2 };
 static __attribute__((noinline)) void lad_wait(uint64_t ph, int poll2)
 {
     if (!poll2) {
-        while (atomic_load_explicit(&L.ph, memory_order_acquire) <= ph) relax();
+        while (atomic_load_explicit(&L.ph, memory_order_acquire) <= ph) cpu_relax();
         return;
     }
     uint64_t t0 = 0;
@@ -197,9 +190,9 @@ static __attribute__((noinline)) void lad_wait(uint64_t ph, int poll2)
         if (atomic_load_explicit(&L.ph, memory_order_acquire) > ph) return;
         if ((atomic_load_explicit(&fut, memory_order_relaxed) & 0x80000000u) || i % 1024 == 0)
             (void)atomic_load_explicit(&L.st, memory_order_acquire); /* block()'s look */
-        relax();
+        cpu_relax();
         if (i % 64 == 0) {
-            uint64_t n = now();
+            uint64_t n = now_ns();
             if (t0 == 0) t0 = n;
         }
     }
@@ -218,7 +211,7 @@ static __attribute__((noinline)) void lad(int hz, int pre, int poll2)
         uint64_t ph = s >> 8;
         int last = (s & 0xff) == 1;
         if (last && pre) {
-            while (atomic_load_explicit(&L.ph, memory_order_acquire) != ph) relax(); /* in order */
+            while (atomic_load_explicit(&L.ph, memory_order_acquire) != ph) cpu_relax(); /* in order */
             (void)atomic_load_explicit(&far_line.expected, memory_order_relaxed);
         }
         uint64_t ns = last ? ((ph + 1) << 8 | 2) : s - 1;
@@ -267,11 +260,7 @@ static void step(void)
 
 static void *run(void *arg)
 {
-    int id = (int)(intptr_t)arg;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpus[id], &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    pin_cpu(cpus[(intptr_t)arg]);
     pthread_barrier_wait(&start);
     for (uint64_t i = 0; i < iters; i++) step();
     return NULL;
@@ -290,27 +279,15 @@ static double measure(int v, uint64_t n)
     pthread_barrier_init(&start, NULL, 2);
     pthread_t t;
     pthread_create(&t, NULL, run, (void *)(intptr_t)1);
-    uint64_t t0 = 0;
-    {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(cpus[0], &set);
-        pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-        pthread_barrier_wait(&start);
-        t0 = now();
-        for (uint64_t i = 0; i < n; i++) step();
-    }
+    pin_cpu(cpus[0]);
+    pthread_barrier_wait(&start);
+    const uint64_t t0 = now_ns();
+    for (uint64_t i = 0; i < n; i++) step();
     pthread_join(t, NULL);
-    uint64_t t1 = now();
+    uint64_t t1 = now_ns();
     pthread_barrier_destroy(&start);
     abar_destroy(&L.bar);
     return (double)(t1 - t0) / (double)n;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)
@@ -326,7 +303,7 @@ int main(int argc, char **argv)
     printf("pairlab cpus %d,%d, %d interleaved rounds of 200000 phases: ns/phase min median max\n",
            cpus[0], cpus[1], rounds);
     for (int v = 0; v < NV; v++) {
-        qsort(r[v], (size_t)rounds, sizeof(double), cmp);
+        qsort(r[v], (size_t)rounds, sizeof(double), cmp_double);
         printf("  %-12s %7.1f %7.1f %7.1f\n", names[v], r[v][0], r[v][rounds / 2], r[v][rounds - 1]);
     }
     return 0;

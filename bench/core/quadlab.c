@@ -134,17 +134,9 @@ static void step(void)
     }
 }
 
-static void pin(int cpu)
-{
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-}
-
 static void *run(void *arg)
 {
-    pin(cpus[(intptr_t)arg]);
+    pin_cpu(cpus[(intptr_t)arg]);
     pthread_barrier_wait(&start);
     for (uint64_t i = 0; i < iters; i++) step();
     return NULL;
@@ -163,7 +155,7 @@ static double measure(int v, uint64_t n)
     pthread_barrier_init(&start, NULL, T);
     pthread_t th[TMAX];
     for (unsigned i = 1; i < T; i++) pthread_create(&th[i], NULL, run, (void *)(intptr_t)i);
-    pin(cpus[0]);
+    pin_cpu(cpus[0]);
     pthread_barrier_wait(&start);
     uint64_t t0 = now_ns();
     for (uint64_t i = 0; i < n; i++) step();
