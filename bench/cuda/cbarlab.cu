@@ -49,6 +49,15 @@
  *       shuffle of the old value (ptxas's own aggregation shuffles it)
  *   G2  G1 without the __syncwarp (unsafe under the PTX memory model)
  *   G3  G1 spelled with a lane-0-of-mask predicate computed from %lanemask_lt
+ *   N   no atomic counter and no fence: an mbarrier expecting T + 1 elects
+ *       the last arrival (.noComplete, pending count 2); that arrival
+ *       completes it (the reserved arrival) and waits on its parity, which
+ *       returns at once and acquires every arrival's release; completion;
+ *       the phase word; release on a second mbarrier expecting one arrival
+ *   M   every thread arrives (release) on an mbarrier expecting T and
+ *       counts itself with a relaxed atom; the last by the count waits on
+ *       that mbarrier (acquire), completion, reset, release as H7
+ *   K   H7 with atom.release, and fence.acq_rel by the last arrival only
  */
 #include <abar_cuda.h>
 #include "util.cuh"
@@ -65,7 +74,7 @@ struct count_completion {
 __device__ void lab_count(void *arg) { (*(int *)arg)++; }
 ABAR_CUDA_CBAR_DEFINE(lab_bar, lab_count);
 
-enum { L_LIBCU, L_PLAIN, L_A, L_B, L_C, L_D, L_E, L_A2, L_A3, L_A4, L_H, L_H2, L_H3, L_H4, L_H5, L_H6, L_H7, L_H8, L_H9, L_P, L_P2, L_Q, L_R, L_F1, L_F2, L_F3, L_F4, L_G1, L_G2, L_G3, L_N };
+enum { L_LIBCU, L_PLAIN, L_A, L_B, L_C, L_D, L_E, L_A2, L_A3, L_A4, L_H, L_H2, L_H3, L_H4, L_H5, L_H6, L_H7, L_H8, L_H9, L_P, L_P2, L_Q, L_R, L_F1, L_F2, L_F3, L_F4, L_G1, L_G2, L_G3, L_N2, L_M, L_K, L_N };
 static const char *lname[L_N] = {
     "cuda::barrier<block, F> arrive_and_wait", "plain abar_cuda_bar (no completion)",
     "A per-thread noComplete arrivals", "B A + __syncwarp before the wait",
@@ -94,8 +103,12 @@ static const char *lname[L_N] = {
     "G1 F1 with one atom per warp by its first active lane, __syncwarp before it, no shuffle after",
     "G2 G1 without the __syncwarp (unsafe: prices it)",
     "G3 G1 with the leader found from %lanemask_lt instead of __ffs",
+    "N noComplete election on an mbarrier of T + 1, the last completes it and waits its parity (acquire), release on a count-1 mbarrier",
+    "M release arrive on an mbarrier of T + relaxed atom count, the last waits that mbarrier (acquire)",
+    "K H7 with atom.release.cta, fence.acq_rel.cta by the last only",
 };
 struct lab_s { unsigned long long rel; unsigned cnt, expected, phase, drops; };
+struct lab_n { unsigned long long elect, rel; unsigned cnt, phase; };
 struct lab_p { unsigned long long rel; unsigned pad[30]; unsigned cnt, expected, phase, pad2; };
 
 template <int D>
@@ -114,6 +127,7 @@ __global__ void k_lab(int iters, int *sink)
     __shared__ void *ls_arg;
     __shared__ __align__(128) lab_p lp;
     __shared__ int counter;
+    __shared__ lab_n ln;
     cbarrier *lb = (cbarrier *)lb_storage;
     const unsigned T = blockDim.x;
     if (threadIdx.x == 0) {
@@ -124,13 +138,16 @@ __global__ void k_lab(int iters, int *sink)
         if (D == L_E) lab_bar_init(&tb, T, &counter);
         cnt = D == L_H3 ? T : 0;
         expected_w = T;
-        ls.cnt = 0; ls.expected = T; ls.phase = (D == L_Q || D >= L_F1) && D != L_F2 ? T : 0; ls.drops = 0;
+        ls.cnt = 0; ls.expected = T; ls.phase = (D == L_Q || D >= L_F1) && D != L_F2 && D != L_K ? T : 0; ls.drops = 0;
         ls_arg = &counter;
         lp.cnt = 0; lp.expected = T; lp.phase = 0;
         abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&ls.rel), 1);
         abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&lp.rel), 1);
         abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&rel), 1);
         abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&mb), T + 1);
+        abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&ln.elect), D == L_N2 ? T + 1 : T);
+        abar_cuda_ptx_mbarrier_init(abar_cuda__smem(&ln.rel), 1);
+        ln.cnt = 0; ln.phase = 0;
         abar_cuda_ptx_fence_mbarrier_init();
     }
     __syncthreads();
@@ -270,6 +287,51 @@ __global__ void k_lab(int iters, int *sink)
                 (void)abar_cuda_ptx_mbarrier_arrive1(ra);
             }
             abar_cuda_ptx_mbarrier_wait_parity_loop(ra, ph & 1);
+        } else if (D == L_N2) {
+            const unsigned ea = abar_cuda__smem(&ln.elect), ra = abar_cuda__smem(&ln.rel);
+            const unsigned ph = *(volatile unsigned *)&ln.phase;
+            void *a = *(void *const volatile *)&ls_arg;
+            const unsigned long long st = abar_cuda_ptx_mbarrier_arrive_nocomplete(ea, 1);
+            if (abar_cuda_ptx_mbarrier_pending_count(st) == 2) {
+                (void)abar_cuda_ptx_mbarrier_arrive1(ea);       /* completes the election phase */
+                abar_cuda_ptx_mbarrier_wait_parity_loop(ea, ph & 1); /* acquire: every arrival's writes */
+                lab_count(a);
+                *(volatile unsigned *)&ln.phase = ph + 1;
+                (void)abar_cuda_ptx_mbarrier_arrive1(ra);
+            }
+            abar_cuda_ptx_mbarrier_wait_parity_loop(ra, ph & 1);
+        } else if (D == L_M) {
+            const unsigned ea = abar_cuda__smem(&ln.elect), ra = abar_cuda__smem(&ln.rel);
+            const unsigned ph = *(volatile unsigned *)&ln.phase;
+            void *a = *(void *const volatile *)&ls_arg;
+            (void)abar_cuda_ptx_mbarrier_arrive1(ea);               /* release */
+            unsigned old;
+            asm volatile("atom.relaxed.cta.shared::cta.add.u32 %0, [%1], 1;"
+                         : "=r"(old) : "r"(abar_cuda__smem(&ln.cnt)) : "memory");
+            if (old + 1 == T) {
+                abar_cuda_ptx_mbarrier_wait_parity_loop(ea, ph & 1); /* acquire */
+                lab_count(a);
+                *(volatile unsigned *)&ln.cnt = 0;
+                *(volatile unsigned *)&ln.phase = ph + 1;
+                (void)abar_cuda_ptx_mbarrier_arrive1(ra);
+            }
+            abar_cuda_ptx_mbarrier_wait_parity_loop(ra, ph & 1);
+        } else if (D == L_K) {
+            unsigned ra = abar_cuda__smem(&ls.rel);
+            unsigned ph = *(volatile unsigned *)&ls.phase;
+            unsigned e = *(volatile unsigned *)&ls.expected;
+            void *a = *(void *const volatile *)&ls_arg;
+            unsigned old;
+            asm volatile("atom.release.cta.shared::cta.add.u32 %0, [%1], 1;"
+                         : "=r"(old) : "r"(abar_cuda__smem(&ls.cnt)) : "memory");
+            if (old + 1 == e) {
+                abar_cuda_ptx_fence_acq_rel_cta();
+                lab_count(a);
+                *(volatile unsigned *)&ls.cnt = 0;
+                *(volatile unsigned *)&ls.phase = ph + 1;
+                (void)abar_cuda_ptx_mbarrier_arrive1(ra);
+            }
+            abar_cuda_ptx_mbarrier_wait_parity_loop(ra, ph & 1);
         } else if (D == L_R) {
             unsigned ra = abar_cuda__smem(&ls.rel);
             unsigned ph = *(volatile unsigned *)&ls.phase;
@@ -390,7 +452,7 @@ int main(void)
                                    k_lab<12>, k_lab<13>, k_lab<14>, k_lab<15>,
                                    k_lab<16>, k_lab<17>, k_lab<18>, k_lab<19>, k_lab<20>, k_lab<21>, k_lab<22>,
                                    k_lab<23>, k_lab<24>, k_lab<25>, k_lab<26>,
-                                   k_lab<27>, k_lab<28>, k_lab<29>};
+                                   k_lab<27>, k_lab<28>, k_lab<29>, k_lab<30>, k_lab<31>, k_lab<32>};
     const int iters = 20000;
     static double res[L_N][6];
     for (int d = 0; d < L_N; d++) {
