@@ -20,6 +20,10 @@
 #   for the figures), the variant without cancel's unconditional wake, and
 #   the liveness check on two more configurations.
 #
+# The checks run side by side, ABAR_MODEL_JOBS at a time (default: the
+# CPUs), each in its own directory; their reports are printed in the order
+# below once all have ended.
+#
 # Needs spin (Debian: apt-get install spin) and a C compiler (CC, default cc).
 # Exits non-zero, with a message, if either is missing: never skips as a pass.
 set -euo pipefail
@@ -40,7 +44,47 @@ if ! command -v "$CC" >/dev/null 2>&1; then
 fi
 
 total_states=0
+live_states=0
 fail=0
+JOBS=${ABAR_MODEL_JOBS:-$(nproc 2>/dev/null || echo 1)}
+[ "$JOBS" -ge 1 ] 2>/dev/null || JOBS=1
+results=$work/results
+rm -rf "$results"; mkdir -p "$results"
+nspawned=0
+
+# spawn CMD ARGS...: runs one check (a function below) in the background,
+# at most $JOBS at a time; its report goes to $results/NNN.txt and its
+# verdict and state counts to $results/NNN.st (collect, at the end, reads
+# them in order).
+spawn() {
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
+  nspawned=$((nspawned + 1))
+  local out
+  out=$results/$(printf '%03d' "$nspawned")
+  ( fail=0 total_states=0 live_states=0
+    "$@"
+    echo "$fail $total_states $live_states" >"$out.st" ) >"$out.txt" 2>&1 &
+}
+
+# collect: waits for every check, prints the reports in order and adds up
+# the verdicts; a check that left no verdict (killed, crashed) fails.
+collect() {
+  wait || true
+  local i f t l
+  for ((i = 1; i <= nspawned; i++)); do
+    local out
+    out=$results/$(printf '%03d' "$i")
+    cat "$out.txt"
+    if read -r f t l <"$out.st" 2>/dev/null; then
+      [ "$f" = 0 ] || fail=1
+      total_states=$((total_states + t))
+      live_states=$((live_states + l))
+    else
+      echo "FAIL check $i ($out.txt) left no verdict"
+      fail=1
+    fi
+  done
+}
 
 # run_pan NAME CC-DEFINES PAN-FLAGS SPIN-DEFINES...: generates, builds and runs
 # pan in $work/NAME; sets d, log, errs, states, incomplete (1: the search was
@@ -69,7 +113,8 @@ run_pan() {
 }
 
 # check NAME EXPECT SPIN-DEFINES...   EXPECT: ok (no error, full search) or bug
-check() {
+check() { spawn check_one "$@"; }
+check_one() {
   local name=$1 expect=$2; shift 2
   run_pan "$name" -DSAFETY "" "$@" || return 0
   if [ "$expect" = ok ]; then
@@ -188,8 +233,8 @@ PML=mpi_flags.pml check flags-mutant5-published-first   bug -DR=2 -DPH=1 -DDESTR
 # through one, and every cycle is a non-progress cycle.  -DNP turns off the
 # end-state check; the safety runs above cover deadlocks.
 # live NAME EXPECT SPIN-DEFINES...   EXPECT: ok (no cycle, full search) or bug
-live_states=0
-live() {
+live() { spawn live_one "$@"; }
+live_one() {
   local name=live-$1 expect=$2; shift 2
   # -l: non-progress cycles; -f: weak fairness
   run_pan "$name" -DNP "-l -f" "$@" || return 0
@@ -233,6 +278,7 @@ live mutant9-refusal-never-undone   bug $M -DMUTANT=9
 live mutant9-pair-refused-add-never-undone bug $M -DMUTANT=9 -DPAIR=1
 live mutant10-futex-cas-stale-retry bug $M -DMUTANT=10
 
+collect
 echo "model: $total_states states explored in the passing configurations"
 echo "model: liveness: $live_states states explored (weak fairness) in the passing configurations"
 [ "$fail" = 0 ] && echo "model: PASS" || echo "model: FAIL"
