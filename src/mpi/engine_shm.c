@@ -133,32 +133,28 @@ void abar_mpi__shm_try(struct mpi_impl *m)
     if (MPI_Comm_split_type(m->comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) != MPI_SUCCESS)
         return; /* collective: fails alike everywhere */
     MPI_Comm_size(node, &nsize);
-    /* Flags when no completion (a flag a rank: engine_flags.c), and, with
-     * several threads a rank, no rank oversubscribed (there every thread
-     * spinning and parking on the flags collapsed now and then to 100-270
-     * µs a phase on the 16-core host, where two levels take 7-12:
-     * docs/mpi.md); ABAR_MPI_FLAGS=0 (on any rank) says no, =1 yes where
-     * it can.  Else direct when no completion and some rank runs several
+    /* Flags when no completion (a flag a rank: engine_flags.c), on an
+     * oversubscribed node too: there the flags were faster than two levels
+     * in every configuration measured, with the ranks bound to CPUs or not
+     * (docs/mpi.md, Hierarchical mode); ABAR_MPI_FLAGS=0 (on any rank)
+     * says no.  Else direct when no completion and some rank runs several
      * threads: the shared barrier then counts every thread of every rank
-     * (above).  Not
-     * when oversubscribed: there every thread of the node on one barrier
-     * costs more switches than a rank's threads on their own barrier and
-     * one arrival a rank (docs/mpi.md, Hierarchical mode).
-     * ABAR_MPI_DIRECT=1 or 0 (on any rank) says yes or no regardless.
-     * Collective, so every rank takes the same path. */
+     * (above).  Not when oversubscribed: there every thread of the node on
+     * one barrier costs more switches than a rank's threads on their own
+     * barrier and one arrival a rank (docs/mpi.md).  ABAR_MPI_DIRECT=1 or
+     * 0 (on any rank) says yes or no regardless.  Collective, so every
+     * rank takes the same path. */
     const char *env = getenv("ABAR_MPI_DIRECT"), *fenv = getenv("ABAR_MPI_FLAGS");
     unsigned long mine = m->threads, most = 0, total = 0;
-    int v[5] = { m->oversub, env && env[0] == '1', env && env[0] == '0', fenv && fenv[0] == '0',
-                 fenv && fenv[0] == '1' },
-        any[5] = { 0, 0, 0, 0, 0 };
+    int v[4] = { m->oversub, env && env[0] == '1', env && env[0] == '0', fenv && fenv[0] == '0' },
+        any[4] = { 0, 0, 0, 0 };
     if (MPI_Allreduce(&mine, &most, 1, MPI_UNSIGNED_LONG, MPI_MAX, m->comm) != MPI_SUCCESS ||
         MPI_Allreduce(&mine, &total, 1, MPI_UNSIGNED_LONG, MPI_SUM, m->comm) != MPI_SUCCESS ||
-        MPI_Allreduce(v, any, 5, MPI_INT, MPI_MAX, m->comm) != MPI_SUCCESS) {
+        MPI_Allreduce(v, any, 4, MPI_INT, MPI_MAX, m->comm) != MPI_SUCCESS) {
         MPI_Comm_free(&node); /* collective: fails alike everywhere */
         return;
     }
-    const bool flags = m->completion == NULL && m->size <= FLAGS_MAX && !any[3] &&
-                       (most == 1 || !any[0] || any[4]);
+    const bool flags = m->completion == NULL && m->size <= FLAGS_MAX && !any[3];
     const bool direct = !flags && m->completion == NULL && most > 1 && !any[2] && (any[1] || !any[0]);
     const unsigned long expected = direct ? total : (unsigned long)m->size;
     /* + 64: the segment is placed at the first 64-byte boundary of rank 0's
