@@ -131,7 +131,7 @@
  * PAIR (0: the barrier has a completion function, so every arrival takes
  * the general path; 1: it has none and expects N <= ABAR__PAIR_MAX = 2
  * threads, abar_internal.h:96-108: ABAR__TICKET, lifecycle.c:64: a single
- * arrival is one add of HALF, arrive.c:80, abar_internal.h:248-271, and
+ * arrival is one add of HALF, arrive.c:80, abar_internal.h:256-289, and
  * the second of a phase carries into the phase bits, which opens the next
  * phase in that add; since b03b267 (before it, pair_last's one CAS); not
  * with AW_REGISTERED),
@@ -493,11 +493,11 @@ blockdone:
     cur = 0; s = 0; ok = 0; tmp = 0; v = 0
 }
 
-/* enter, wait.c:203-234: announce, then wait out a destroy's mark.
+/* enter, wait.c:229-250: announce, then wait out a destroy's mark.
  *
  * The hazard-slot fences (hazard.c:11-21).  The C orders the slot store
- * before the waiter's next loads with a "light" fence (wait.c:217,
- * abar_internal.h:300-304: only a compiler barrier where membarrier is
+ * before the waiter's next loads with a "light" fence (wait.c:210,
+ * abar_internal.h:316-320: only a compiler barrier where membarrier is
  * registered) and destroy's mark before its slot loads with a "heavy" one
  * (lifecycle.c:96, hazard.c:50-60: membarrier PRIVATE_EXPEDITED, then a
  * seq_cst fence).  The model is sequentially consistent, i.e. it assumes a
@@ -518,18 +518,18 @@ blockdone:
 inline enter()
 {
 #if PSHARED
-    atomic { ACCESS; inside++ };                         /* wait.c:221 */
+    atomic { ACCESS; inside++ };                         /* wait.c:237 */
 #else
-    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:213, light fence 207 */
+    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:209, light fence 210 */
 #endif
     entered = 1;
     do
-    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:226 */
-    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:227: destroyed */
+    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:242 */
+    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:243: destroyed */
        entered = 0; break
     od;
     if
-    :: !entered ->                                       /* wait.c:228 leave */
+    :: !entered ->                                       /* wait.c:244 leave */
 #if PSHARED
        atomic { inside-- }
 #else
@@ -539,24 +539,24 @@ inline enter()
     fi
 }
 
-/* leave, wait.c:238-250: after it this thread touches the barrier no more. */
+/* leave, wait.c:254-262: after it this thread touches the barrier no more. */
 inline leave()
 {
 #if PSHARED
-    atomic { ACCESS; inside-- }                          /* wait.c:241 */
+    atomic { ACCESS; inside-- }                          /* wait.c:257 */
 #else
-    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:246 */
+    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:219 */
 #endif
 }
 
-/* wait_registered, wait.c:253-260 (the caller, wait_common, found the token
- * not yet complete on the release words, wait.c:270). */
+/* wait_registered, wait.c:265-272 (the caller, wait_common, found the token
+ * not yet complete on the release words, wait.c:282). */
 inline wait_registered(tk, tmd)
 {
-    enter();                                             /* wait.c:256 */
+    enter();                                             /* wait.c:268 */
     assert(entered);                                     /* no destroy races these waits */
-    block(tk, tmd);                                      /* wait.c:257 */
-    leave()                                              /* wait.c:258 */
+    block(tk, tmd);                                      /* wait.c:269 */
+    leave()                                              /* wait.c:270 */
 }
 
 /* What a returned wait may say (P1, P4). */
@@ -660,17 +660,17 @@ inline complete(p, ns)
 #if PAIR
 /* A pair's single arrival (PAIR: the barrier expects N <= ABAR__PAIR_MAX = 2
  * threads and has no completion function: ABAR__TICKET, lifecycle.c:64),
- * abar__ticket_arrive (abar_internal.h:248-271) with abar__ticket_slow
+ * abar__ticket_add and abar__ticket_arrive (abar_internal.h:256-289) with abar__ticket_slow
  * (arrive.c:31-65): one add of HALF; the second arrival of a phase carries
  * out of HALF into the phase bits, which completes the phase and opens the
  * next in that add.  Refused (cancelled, finished, nothing left, or a phase
  * other than `before`): taken back by a subtraction.  tmp holds `before`
- * (abar_internal.h:252); token in tp, r = error, lst = completed the phase.
- * The inline fast path (abar_internal.h:259-269) is the two usual outcomes
+ * (abar_internal.h:259); token in tp, r = error, lst = completed the phase.
+ * The inline fast path (abar_internal.h:263-276) is the two usual outcomes
  * of the same add: the first of two, and the carry without PARKED. */
 inline ticket_arrive()
 {
-    atomic {                                             /* abar_internal.h:256: fetch_add HALF */
+    atomic {                                             /* abar_internal.h:263: fetch_add HALF */
         ACCESS; s = state; state = (state + HALF) & SMASK; ns = state;
         if
         :: !(s & (CANC | FIN)) && PEND(s) >= 1 && STPH(s) == LO(tmp) ->
@@ -1184,7 +1184,7 @@ inline destroy()
           /* lifecycle.c:96-97: the heavy fence (see enter), then the
            * hazard slots (hazard.c:108-115, read as one step: a slot
            * set after the scan passed it belongs to a waiter that then
-           * sees the mark, wait.c:226) */
+           * sees the mark, wait.c:242) */
           atomic { ACCESS; i = 0; do :: i < NPROC && !slot[i] -> i++ :: else -> break od };
           if
           :: i < NPROC -> atomic { ACCESS; inside = inside & ~INSIDE_DEAD }; r = EBUSY /* lifecycle.c:97-99 */
@@ -1237,11 +1237,17 @@ active [N] proctype worker()
        :: (_pid == 2 || FULL_MENU && _pid != 0) && !(NARR && _pid == 1) -> op = OP_DROP
        :: lastph && _pid != 0 && !NO_ONLY -> op = OP_ONLY
        fi;
+       /* OP_AW is abar_arrive_and_wait: arrive_and_wait (wait.c:400-425),
+        * and on a private pair without a completion function (PAIR)
+        * pair_arrive_and_wait (wait.c:367-398), the same steps in one path:
+        * slot_push (enter), the look for destroy's mark, abar__ticket_add,
+        * the first look at `phase` and the spin, pair_block (block),
+        * slot_pop (leave). */
 #if MUTANT == 6
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
        if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:327 */
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:408 */
        :: else -> skip
        fi;
 #endif
@@ -1251,7 +1257,7 @@ active [N] proctype worker()
        :: else -> arrive(ARRN, op == OP_DROP)
        fi;
 #else
-       arrive(ARRN, op == OP_DROP);                      /* wait.c:331 / arrive.c:128, 209-226 */
+       arrive(ARRN, op == OP_DROP);                      /* wait.c:414 / arrive.c:128, 209-226 */
 #endif
 #if MUTANT == 6
        if :: op == OP_AW -> enter() :: else -> skip fi;
@@ -1267,29 +1273,29 @@ active [N] proctype worker()
           leave(); left = 1;                             /* bug 13: leaves right after its arrival */
 #endif
           if
-          :: lst -> skip                                 /* wait.c:334: we completed it */
+          :: lst -> skip                                 /* wait.c:417: we completed it */
           :: else ->
-             atomic { ACCESS; tmp = phase };             /* wait.c:337: released meanwhile? */
+             atomic { ACCESS; tmp = phase };             /* wait.c:420: released meanwhile? */
              if
 #if MUTANT == 12
              :: tmp >= tp -> tmp = 0                     /* bug 12: `phase` == tp taken as released */
 #else
-             :: tmp > tp -> tmp = 0                      /* wait.c:337 */
+             :: tmp > tp -> tmp = 0                      /* wait.c:420 */
 #endif
 #if MUTANT == 13
              :: else -> tmp = 0; wait_registered(tp, 0)  /* bug 13: then waits as abar_wait does */
 #else
-             :: else -> tmp = 0; block(tp, 0)            /* wait.c:338-339 */
+             :: else -> tmp = 0; block(tp, 0)            /* wait.c:421-422 */
 #endif
              fi
           fi;
           check_wait(tp, r, 0)
        :: r == 0 && (op == OP_SPLIT || op == OP_TIMED) ->
-          do                                             /* wait_common, wait.c:262-282 */
-          :: atomic { ACCESS; tmp = phase };             /* wait.c:270 */
+          do                                             /* wait_common, wait.c:274-294 */
+          :: atomic { ACCESS; tmp = phase };             /* wait.c:282 */
              if
              :: tp < tmp -> r = 0; tmp = 0
-             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:281 */
+             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:293 */
              fi;
              check_wait(tp, r, timed);
              if
@@ -1300,7 +1306,7 @@ active [N] proctype worker()
        :: else -> skip
        fi;
        if
-       :: op == OP_AW && !left -> leave()                /* wait.c:340 */
+       :: op == OP_AW && !left -> leave()                /* wait.c:423 */
        :: else -> skip
        fi;
        if
@@ -1345,7 +1351,7 @@ active proctype canceller()
 #endif
 
 #if OBSERVER
-/* A non-participant: abar_current, then abar_wait (wait.c:296-304, 184-204). */
+/* A non-participant: abar_current, then abar_wait (wait.c:308-316, 184-204). */
 active proctype observer()
 {
     byte tp, cur, ph1, ph2, gsr, gtr, tmp, i, v;
@@ -1353,17 +1359,17 @@ active proctype observer()
     byte r;
     bool ok, entered;
 
-    snapshot(cur, s);                                    /* wait.c:301 */
+    snapshot(cur, s);                                    /* wait.c:313 */
     if
-    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:302 */
-    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:303 */
+    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:314 */
+    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:315 */
     fi;
     if
     :: r == 0 && tp < NPH ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:270 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:282 */
        if
        :: tp < tmp -> r = 0; tmp = 0
-       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:281 */
+       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:293 */
        fi;
        check_wait(tp, r, 0)
     :: else -> skip

@@ -246,29 +246,45 @@ abar_token_t abar__ticket_slow(struct abar_impl *b, uint64_t before, uint64_t s,
  * participant arrives in phase q only once q is published, and q cannot
  * end without it, so an add that finds another phase is refused (that is
  * also what keeps refused adds harmless: abar__ticket_slow).  `before`
- * being published, the carry's release comes next in order. */
-static inline abar_token_t abar__ticket_arrive(struct abar_impl *b, bool *last)
+ * being published, the carry's release comes next in order.
+ *
+ * abar__ticket_add is the add and the carrier's release; it says which of
+ * the two usual outcomes it was, or neither (then *before and *s are what
+ * abar__ticket_slow needs).  A caller not registered as a waiter (hazard
+ * slot or `inside`) reads what it needs of the barrier before it. */
+enum { ABAR__TICKET_FIRST, ABAR__TICKET_CARRIED, ABAR__TICKET_OTHER };
+static inline int abar__ticket_add(struct abar_impl *b, uint64_t *before, uint64_t *s)
 {
-    const uint64_t ident = b->ident;
     /* acquire: pairs with the completers' release stores of phase */
-    const uint64_t before = atomic_load_explicit(&b->pair.phase, memory_order_acquire);
+    const uint64_t p = atomic_load_explicit(&b->pair.phase, memory_order_acquire);
     /* acq_rel: release publishes this thread's writes to the arrival that
      * completes the phase; acquire gives that arrival the other's writes
      * (all arrivals form one release sequence on `state`). */
-    const uint64_t s = atomic_fetch_add_explicit(&b->state, ST_HALF, memory_order_acq_rel);
-    const uint64_t open2 = st_make(before, 2, 0); /* phase `before`, 2 pending, no flag */
-    *last = false;
-    if (s == open2) return tok_make(before, ident); /* the first of two */
-    if (s == (open2 | ST_HALF)) {                   /* the second: phase before+1 is open */
-        *last = true;
-        /* the hint block() reads (abar__publish); relaxed: a hint */
-        if (atomic_load_explicit(&b->slept, memory_order_relaxed))
-            atomic_store_explicit(&b->slept, 0, memory_order_relaxed);
-        /* Release the waiter, in order (`before` is published).  release:
-         * our writes and the other arrival's (acquired by the add). */
-        atomic_store_explicit(&b->pair.phase, before + 1, memory_order_release);
-        return tok_make(before, ident);
-    }
+    const uint64_t v = atomic_fetch_add_explicit(&b->state, ST_HALF, memory_order_acq_rel);
+    const uint64_t open2 = st_make(p, 2, 0); /* phase p, 2 pending, no flag */
+    *before = p;
+    *s = v;
+    if (v == open2) return ABAR__TICKET_FIRST;
+    if (v != (open2 | ST_HALF)) return ABAR__TICKET_OTHER; /* abar__ticket_slow's */
+    /* The second: phase p+1 is open.  The hint block() reads
+     * (abar__publish); relaxed: a hint. */
+    if (atomic_load_explicit(&b->slept, memory_order_relaxed))
+        atomic_store_explicit(&b->slept, 0, memory_order_relaxed);
+    /* Release the waiter, in order (p is published).  release: our writes
+     * and the other arrival's (acquired by the add). */
+    atomic_store_explicit(&b->pair.phase, p + 1, memory_order_release);
+    return ABAR__TICKET_CARRIED;
+}
+
+static inline abar_token_t abar__ticket_arrive(struct abar_impl *b, bool *last)
+{
+    /* before the add: after it (and the carrier's release) the barrier may
+     * be gone, unless this thread is registered as a waiter */
+    const uint64_t ident = b->ident;
+    uint64_t before, s;
+    const int k = abar__ticket_add(b, &before, &s);
+    *last = k == ABAR__TICKET_CARRIED;
+    if (k != ABAR__TICKET_OTHER) return tok_make(before, ident);
     return abar__ticket_slow(b, before, s, ident, last);
 }
 
@@ -329,6 +345,14 @@ void abar__spin_parking(struct abar_impl *b);
 void abar__spin_learn(struct abar_impl *b);
 void abar__spin_woken(struct abar_impl *b);
 unsigned abar__ncpu(void);
+extern _Atomic unsigned abar__ncpu_cache; /* abar__ncpu's answer, 0 until computed */
+/* abar__ncpu without a call once it is known (at load: futex.c) */
+static inline unsigned abar__ncpu_fast(void)
+{
+    /* relaxed: a racy first computation yields the same value everywhere */
+    const unsigned v = atomic_load_explicit(&abar__ncpu_cache, memory_order_relaxed);
+    return v ? v : abar__ncpu();
+}
 unsigned abar__cgroup_cpus(const char *root); /* cpus.c */
 uint64_t abar__now_ns(void);
 static inline void abar__pause(void)

@@ -15,7 +15,7 @@
 #define ABAR_DEFAULT_SPIN_NS 50000u
 
 static _Atomic uint64_t spin_ns_cache = UINT64_MAX;
-static _Atomic unsigned ncpu_cache;
+_Atomic unsigned abar__ncpu_cache;
 
 uint64_t abar__spin_ns(void)
 {
@@ -124,7 +124,7 @@ void abar__spin_woken(struct abar_impl *b)
  * thread's id is the process id. */
 unsigned abar__ncpu(void)
 {
-    unsigned v = atomic_load_explicit(&ncpu_cache, memory_order_relaxed);
+    unsigned v = atomic_load_explicit(&abar__ncpu_cache, memory_order_relaxed);
     if (v) return v;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     v = n > 0 ? (unsigned)n : 1;
@@ -135,7 +135,7 @@ unsigned abar__ncpu(void)
     }
     const unsigned q = abar__cgroup_cpus("");
     if (q && q < v) v = q;
-    atomic_store_explicit(&ncpu_cache, v, memory_order_relaxed);
+    atomic_store_explicit(&abar__ncpu_cache, v, memory_order_relaxed);
     return v;
 }
 

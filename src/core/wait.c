@@ -60,7 +60,7 @@ static inline bool released(const struct abar__release *rw, abar_token_t t)
  * would steal the CPU from the threads we wait for. */
 static inline bool oversubscribed_by(const struct abar_impl *b)
 {
-    return atomic_load_explicit(&b->expected, memory_order_relaxed) > abar__ncpu();
+    return atomic_load_explicit(&b->expected, memory_order_relaxed) > abar__ncpu_fast();
 }
 
 /* Most waits end within a few hundred rounds: poll the release alone first,
@@ -195,6 +195,32 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
 
 static inline void leave(struct abar_impl *b, bool counted);
 
+/* Takes the thread's next hazard slot for b: the depth first, then the
+ * slot, so that a wait in a signal handler that interrupts us between the
+ * two takes the next slot, not ours (the signal fence is the compiler's
+ * order, all a handler on this thread needs).  Then our slot, then
+ * destroy's mark: destroy does its mark, a fence, then reads the slots, so
+ * one of us sees the other; the fence here is light (hazard.c): destroy's
+ * heavy one makes up for it.  Returns the slot. */
+static inline unsigned slot_push(struct abar__hazard *h, const struct abar_impl *b)
+{
+    const unsigned d = h->depth++;
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(&h->slot[d], b, memory_order_relaxed);
+    abar__hazard_fence_light();
+    return d;
+}
+
+/* Clears slot d, then gives it back (the slot, then the depth, as in
+ * slot_push).  release: a destroy that sees it clear runs after our last
+ * access to the barrier. */
+static inline void slot_pop(struct abar__hazard *h, unsigned d)
+{
+    atomic_store_explicit(&h->slot[d], NULL, memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+    h->depth = d;
+}
+
 /* Announces this thread as blocked on b, so that abar_destroy says EBUSY
  * until leave(): a slot in the thread's own hazard record for a private
  * barrier (no shared write), the count in the barrier for a process-shared
@@ -204,17 +230,7 @@ static inline __attribute__((always_inline)) bool enter(struct abar_impl *b, boo
 {
     struct abar__hazard *h;
     if (!(b->flags & ABAR_PSHARED) && (h = abar__hazard_mine()) && h->depth < ABAR__HAZARD_DEPTH) {
-        /* The depth first, then the slot: a wait in a signal handler that
-         * interrupts us between the two takes the next slot, not ours.
-         * (The signal fence is the compiler's order, all a handler on this
-         * thread needs.) */
-        const unsigned d = h->depth++;
-        atomic_signal_fence(memory_order_seq_cst);
-        atomic_store_explicit(&h->slot[d], b, memory_order_relaxed);
-        /* Our slot, then destroy's mark; destroy does its mark, a fence,
-         * then reads the slots: one of us sees the other.  The fence here is
-         * light (hazard.c): destroy's heavy one makes up for it. */
-        abar__hazard_fence_light();
+        (void)slot_push(h, b);
         *counted = false;
     } else {
         /* seq_cst RMW: totally ordered with destroy's CAS on the same word */
@@ -241,11 +257,7 @@ static inline __attribute__((always_inline)) void leave(struct abar_impl *b, boo
         atomic_fetch_sub_explicit(&b->inside, 1, memory_order_release);
     } else {
         struct abar__hazard *h = abar__hazard_mine();
-        /* The slot, then the depth (as in enter) */
-        const unsigned d = h->depth - 1;
-        atomic_store_explicit(&h->slot[d], NULL, memory_order_release);
-        atomic_signal_fence(memory_order_seq_cst);
-        h->depth = d;
+        slot_pop(h, h->depth - 1);
     }
 }
 
@@ -316,6 +328,75 @@ abar_token_t abar_token_at(abar_t *b, uint64_t phase)
     return tok_make(phase, bi->ident);
 }
 
+/* The rest of pair_arrive_and_wait's wait, out of line: block() from where
+ * the first spin left off, then the slot back. */
+static __attribute__((noinline)) int pair_block(struct abar_impl *bi, abar_token_t t,
+                                                struct abar__hazard *h, unsigned d)
+{
+    const int r = block(bi, t, NULL, true);
+    slot_pop(h, d);
+    return r;
+}
+
+/* pair_arrive_and_wait's arrival when it was neither of the two usual ones
+ * (abar__ticket_slow decides), and the wait, out of line, as in
+ * arrive_and_wait. */
+static __attribute__((noinline)) int pair_slow(struct abar_impl *bi, uint64_t before, uint64_t s,
+                                               struct abar__hazard *h, unsigned d)
+{
+    bool last;
+    const abar_token_t t = abar__ticket_slow(bi, before, s, bi->ident, &last);
+    int r;
+    if (t.id == 0) r = abar__token_err(t);
+    else if (last || released(rel(bi), t) || lean_spin(bi, t)) r = 0;
+    else r = block(bi, t, NULL, true);
+    slot_pop(h, d);
+    return r;
+}
+
+static int arrive_and_wait_general(abar_t *b);
+
+/* abar_arrive_and_wait on a private pair without a completion function
+ * (ABAR__TICKET): the T = 2 critical path, from a waiter seeing its
+ * release to its next add (docs/bench.md), with no call and no frame in
+ * its usual course: enter()'s hazard slot, the pair's add, the first spin,
+ * leave().  Every other course is a tail call: the general path, having
+ * touched nothing, where there is no hazard record yet or its slots are
+ * full, waiters are told to park, the machine is oversubscribed (or not
+ * yet counted), or a destroy has marked the barrier. */
+static inline __attribute__((always_inline)) int pair_arrive_and_wait(abar_t *b, struct abar_impl *bi)
+{
+    struct abar__hazard *const h = abar__hazard_self;
+    /* relaxed: written at init, and by a completer when drops change it */
+    if (h == NULL || h->depth >= ABAR__HAZARD_DEPTH || (bi->flags & ABAR_WAIT_PARK) ||
+        atomic_load_explicit(&bi->expected, memory_order_relaxed) >
+            atomic_load_explicit(&abar__ncpu_cache, memory_order_relaxed))
+        return arrive_and_wait_general(b);
+    const unsigned d = slot_push(h, bi);
+    if (atomic_load(&bi->inside) & ABAR__INSIDE_DEAD) { /* as enter(): seq_cst */
+        slot_pop(h, d);
+        return arrive_and_wait_general(b); /* it waits for the destroy's verdict */
+    }
+    uint64_t before, s;
+    const int k = abar__ticket_add(bi, &before, &s);
+    if (k == ABAR__TICKET_FIRST) {
+        /* lean_spin's rounds on the pair's release word, looked at first (the
+         * release may have come while we added).  acquire: pairs with the
+         * completer's release store. */
+        for (unsigned i = 0; i < ABAR__FIRST_POLLS; i++) {
+            if (atomic_load_explicit(&bi->pair.phase, memory_order_acquire) > before) {
+                slot_pop(h, d);
+                return 0;
+            }
+            abar__pause();
+        }
+        return pair_block(bi, tok_make(before, bi->ident), h, d);
+    }
+    if (k == ABAR__TICKET_OTHER) return pair_slow(bi, before, s, h, d);
+    slot_pop(h, d); /* we carried the phase: nothing to wait for */
+    return 0;
+}
+
 static inline __attribute__((always_inline)) int arrive_and_wait(abar_t *b, bool *last)
 {
     struct abar_impl *bi = abar__live(b);
@@ -327,7 +408,9 @@ static inline __attribute__((always_inline)) int arrive_and_wait(abar_t *b, bool
     if (!enter(bi, &counted)) return EINVAL;
     /* A pair without a completion function: its arrival inline (the
      * critical path at T = 2 runs from a waiter seeing its release to its
-     * next arrival: abar__ticket_arrive). */
+     * next arrival).  abar_arrive_and_wait takes pair_arrive_and_wait for
+     * these; this is for the cases it leaves here, and for
+     * abar__arrive_and_wait_last. */
     abar_token_t t = bi->flags & ABAR__TICKET ? abar__ticket_arrive(bi, last) : abar__arrive1(bi, last);
     int r;
     if (t.id == 0) r = abar__token_err(t);
@@ -341,10 +424,20 @@ static inline __attribute__((always_inline)) int arrive_and_wait(abar_t *b, bool
     return r;
 }
 
-int abar_arrive_and_wait(abar_t *b)
+/* The general path of abar_arrive_and_wait, out of line, so that the
+ * pair's path needs no frame. */
+static __attribute__((noinline)) int arrive_and_wait_general(abar_t *b)
 {
     bool last;
     return arrive_and_wait(b, &last);
+}
+
+int abar_arrive_and_wait(abar_t *b)
+{
+    struct abar_impl *bi = abar__live(b);
+    if (bi && (bi->flags & (ABAR__TICKET | ABAR_PSHARED)) == ABAR__TICKET)
+        return pair_arrive_and_wait(b, bi);
+    return arrive_and_wait_general(b);
 }
 
 int abar__arrive_and_wait_last(abar_t *b, bool *last) { return arrive_and_wait(b, last); }
