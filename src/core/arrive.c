@@ -16,7 +16,7 @@ static inline uint64_t arrival_phase(uint64_t before, uint64_t s)
     return before + phase_lo(st_phase(s) - before);
 }
 
-/* The cases of a pair's single arrival that abar__ticket_arrive (abar_internal.h)
+/* The cases of a pair's single arrival that abar__ticket_add (abar_internal.h)
  * leaves to this function: its add (which found s) counts nothing, or
  * completes a phase that expects one, or carries over a PARKED flag.
  *
