@@ -342,10 +342,11 @@ static __attribute__((noinline)) int pair_block(struct abar_impl *bi, abar_token
  * (abar__ticket_slow decides), and the wait, out of line, as in
  * arrive_and_wait. */
 static __attribute__((noinline)) int pair_slow(struct abar_impl *bi, uint64_t before, uint64_t s,
-                                               struct abar__hazard *h, unsigned d)
+                                               struct abar__hazard *h, unsigned d, bool *lastp)
 {
     bool last;
     const abar_token_t t = abar__ticket_slow(bi, before, s, bi->ident, &last);
+    if (lastp) *lastp = last;
     int r;
     if (t.id == 0) r = abar__token_err(t);
     else if (last || released(rel(bi), t) || lean_spin(bi, t)) r = 0;
@@ -354,7 +355,7 @@ static __attribute__((noinline)) int pair_slow(struct abar_impl *bi, uint64_t be
     return r;
 }
 
-static int arrive_and_wait_general(abar_t *b);
+static int arrive_and_wait_general(abar_t *b, bool *last);
 
 /* abar_arrive_and_wait on a private pair without a completion function
  * (ABAR__TICKET): the T = 2 critical path, from a waiter seeing its
@@ -363,22 +364,25 @@ static int arrive_and_wait_general(abar_t *b);
  * leave().  Every other course is a tail call: the general path, having
  * touched nothing, where there is no hazard record yet or its slots are
  * full, waiters are told to park, the machine is oversubscribed (or not
- * yet counted), or a destroy has marked the barrier. */
-static inline __attribute__((always_inline)) int pair_arrive_and_wait(abar_t *b, struct abar_impl *bi)
+ * yet counted), or a destroy has marked the barrier.  `last`, if not NULL,
+ * says whether this thread's arrival completed the phase. */
+static inline __attribute__((always_inline)) int pair_arrive_and_wait(abar_t *b, struct abar_impl *bi,
+                                                                      bool *last)
 {
     struct abar__hazard *const h = abar__hazard_self;
     /* relaxed: written at init, and by a completer when drops change it */
     if (h == NULL || h->depth >= ABAR__HAZARD_DEPTH || (bi->flags & ABAR_WAIT_PARK) ||
         atomic_load_explicit(&bi->expected, memory_order_relaxed) >
             atomic_load_explicit(&abar__ncpu_cache, memory_order_relaxed))
-        return arrive_and_wait_general(b);
+        return arrive_and_wait_general(b, last);
     const unsigned d = slot_push(h, bi);
     if (atomic_load(&bi->inside) & ABAR__INSIDE_DEAD) { /* as enter(): seq_cst */
         slot_pop(h, d);
-        return arrive_and_wait_general(b); /* it waits for the destroy's verdict */
+        return arrive_and_wait_general(b, last); /* it waits for the destroy's verdict */
     }
     uint64_t before, s;
     const int k = abar__ticket_add(bi, &before, &s);
+    if (last) *last = k == ABAR__TICKET_CARRIED;
     if (k == ABAR__TICKET_FIRST) {
         /* lean_spin's rounds on the pair's release word, looked at first (the
          * release may have come while we added).  acquire: pairs with the
@@ -392,7 +396,7 @@ static inline __attribute__((always_inline)) int pair_arrive_and_wait(abar_t *b,
         }
         return pair_block(bi, tok_make(before, bi->ident), h, d);
     }
-    if (k == ABAR__TICKET_OTHER) return pair_slow(bi, before, s, h, d);
+    if (k == ABAR__TICKET_OTHER) return pair_slow(bi, before, s, h, d, last);
     slot_pop(h, d); /* we carried the phase: nothing to wait for */
     return 0;
 }
@@ -409,8 +413,7 @@ static inline __attribute__((always_inline)) int arrive_and_wait(abar_t *b, bool
     /* A pair without a completion function: its arrival inline (the
      * critical path at T = 2 runs from a waiter seeing its release to its
      * next arrival).  abar_arrive_and_wait takes pair_arrive_and_wait for
-     * these; this is for the cases it leaves here, and for
-     * abar__arrive_and_wait_last. */
+     * these; this is for the cases it leaves here. */
     abar_token_t t = bi->flags & ABAR__TICKET ? abar__ticket_arrive(bi, last) : abar__arrive1(bi, last);
     int r;
     if (t.id == 0) r = abar__token_err(t);
@@ -425,19 +428,21 @@ static inline __attribute__((always_inline)) int arrive_and_wait(abar_t *b, bool
 }
 
 /* The general path of abar_arrive_and_wait, out of line, so that the
- * pair's path needs no frame. */
-static __attribute__((noinline)) int arrive_and_wait_general(abar_t *b)
+ * pair's path needs no frame (last may be NULL). */
+static __attribute__((noinline)) int arrive_and_wait_general(abar_t *b, bool *last)
 {
-    bool last;
-    return arrive_and_wait(b, &last);
+    bool dummy;
+    return arrive_and_wait(b, last ? last : &dummy);
 }
 
-int abar_arrive_and_wait(abar_t *b)
+static inline __attribute__((always_inline)) int arrive_and_wait_any(abar_t *b, bool *last)
 {
     struct abar_impl *bi = abar__live(b);
     if (bi && (bi->flags & (ABAR__TICKET | ABAR_PSHARED)) == ABAR__TICKET)
-        return pair_arrive_and_wait(b, bi);
-    return arrive_and_wait_general(b);
+        return pair_arrive_and_wait(b, bi, last);
+    return arrive_and_wait_general(b, last);
 }
 
-int abar__arrive_and_wait_last(abar_t *b, bool *last) { return arrive_and_wait(b, last); }
+int abar_arrive_and_wait(abar_t *b) { return arrive_and_wait_any(b, NULL); }
+
+int abar__arrive_and_wait_last(abar_t *b, bool *last) { return arrive_and_wait_any(b, last); }

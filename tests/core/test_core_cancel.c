@@ -331,19 +331,20 @@ TEST(pair_destroy_while_partner_returns_is_safe)
 }
 
 /* The same with the race forced: the partner arrives first and, while it
- * waits, a signal handler holds it for 2 ms; the phase is completed and
- * the barrier destroyed meanwhile.  Destroy must say EBUSY until the
- * partner, back from the handler, has seen its release and left.  The
+ * waits, a signal handler holds it until we have tried to destroy the
+ * barrier once (5 s at most); the phase is completed before that try.
+ * Destroy must say EBUSY then, and until the partner, back from the
+ * handler, has seen its release and left.  The
  * partner never parks (ABAR_WAIT_SPIN): under ThreadSanitizer a signal
  * reaches a thread asleep in FUTEX_WAIT (a raw syscall it does not know
  * blocks) only once the thread wakes, which here no one would make it do. */
-static _Atomic int pd_held;
+static _Atomic int pd_held, pd_release;
 static void pd_hold(int sig)
 {
     (void)sig;
     atomic_store(&pd_held, 1);
-    struct timespec ts = { 0, 2000000L };
-    nanosleep(&ts, NULL);
+    struct timespec ts = { 0, 100000L };
+    for (int i = 0; i < 50000 && !atomic_load(&pd_release); i++) nanosleep(&ts, NULL);
 }
 
 /* Round i waits (5 s at most) for cond; else says which step and the
@@ -376,6 +377,7 @@ TEST(pair_destroy_while_partner_held_in_its_wait)
         atomic_store(&pd_b, b);
         atomic_store(&pd_rc, -1);
         atomic_store(&pd_held, 0);
+        atomic_store(&pd_release, 0);
         pthread_t w;
         pthread_create(&w, NULL, pd_partner, NULL);
         /* its arrival is in the state word: it is waiting (or about to) */
@@ -383,14 +385,11 @@ TEST(pair_destroy_while_partner_held_in_its_wait)
         pthread_kill(w, SIGUSR1);
         PD_AWAIT(atomic_load(&pd_held), "the partner in the signal handler");
         CHECK_EQ(abar_arrive_and_wait(b), 0); /* completes the phase */
-        int r;
-        unsigned busy = 0;
-        while ((r = abar_destroy(b)) == EBUSY) {
-            busy++;
-            sched_yield();
-        }
+        int r = abar_destroy(b);
+        atomic_store(&pd_release, 1);
+        CHECK_EQ(r, EBUSY); /* it is inside its wait, held (CHECK exits: nothing is freed) */
+        while ((r = abar_destroy(b)) == EBUSY) sched_yield();
         CHECK_EQ(r, 0);
-        CHECK(busy > 0); /* it was inside its wait, held, when we first tried */
         munmap(b, 4096);
         pthread_join(w, NULL);
         CHECK_EQ(atomic_load(&pd_rc), 0);
