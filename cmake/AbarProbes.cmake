@@ -72,6 +72,14 @@ function(abar_probe_sanitizer)
     set(pkg "libtsan2 for gcc, libclang-rt-dev for clang")
   elseif(ABAR_SANITIZE STREQUAL "address")
     set(flags -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+    # Uninitialised locals get a pattern, not whatever the stack held, so a
+    # read of one fails the same way every run (a `bool` read before it is
+    # written reads true).  gcc 12 and clang 8 on.
+    include(CheckCCompilerFlag)
+    check_c_compiler_flag(-ftrivial-auto-var-init=pattern ABAR_HAVE_AUTO_VAR_INIT)
+    if(ABAR_HAVE_AUTO_VAR_INIT)
+      list(APPEND flags -ftrivial-auto-var-init=pattern)
+    endif()
     set(link -fsanitize=address,undefined)
     set(pkg "libasan8 libubsan1 for gcc, libclang-rt-dev for clang")
   else()

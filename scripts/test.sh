@@ -60,7 +60,10 @@ host=(-DABAR_WITH_CUDA=OFF -DABAR_WITH_VERIFY=OFF -DABAR_WITH_MPI=OFF)
 # ON: required (the packages above bring them), so none is left out unseen.
 run_suite gcc   -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ "${cuda[@]}" \
                 -DABAR_WITH_MPI=ON -DABAR_WITH_MODEL=ON -DABAR_WITH_FUZZ=ON -DABAR_BUILD_BENCH=ON
-run_suite clang -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${host[@]}"
+# clang, its uninitialised locals set to a pattern rather than whatever the
+# stack held: a read of one fails the same way every run (a bool reads true).
+run_suite clang -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${host[@]}" \
+                -DCMAKE_C_FLAGS=-ftrivial-auto-var-init=pattern -DCMAKE_CXX_FLAGS=-ftrivial-auto-var-init=pattern
 # TSan with the MPI layer too (its tests set their own TSAN_OPTIONS, with
 # suppressions for Open MPI's uninstrumented libraries: tests/mpi/tsan.supp).
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \

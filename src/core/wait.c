@@ -344,7 +344,7 @@ static __attribute__((noinline)) int pair_block(struct abar_impl *bi, abar_token
 static __attribute__((noinline)) int pair_slow(struct abar_impl *bi, uint64_t before, uint64_t s,
                                                struct abar__hazard *h, unsigned d, bool *lastp)
 {
-    bool last;
+    bool last = false; /* abar__ticket_slow says only when it completed the phase */
     const abar_token_t t = abar__ticket_slow(bi, before, s, bi->ident, &last);
     if (lastp) *lastp = last;
     int r;

@@ -192,6 +192,49 @@ TEST(pair_carry_across_phase_bits_wrap)
     }
 }
 
+/* The first arrival of a phase whose state has PARKED set (a waiter parked
+ * in it, here set by hand) is neither of the add's two usual outcomes, so
+ * abar_arrive_and_wait hands it to abar__ticket_slow: it must still wait
+ * for the second arrival, and the second must carry the phase and clear
+ * PARKED.  Every policy, and each thread in its second and later call
+ * (the pair's own path needs the thread's hazard record). */
+static abar_t pk_bar;
+static _Atomic int pk_done, pk_ret;
+static void *pk_first(void *arg)
+{
+    (void)arg;
+    abar_t one;
+    CHECK_EQ(abar_init(&one, 1, NULL), 0);
+    CHECK_EQ(abar_arrive_and_wait(&one), 0); /* claims the hazard record */
+    CHECK_EQ(abar_destroy(&one), 0);
+    atomic_store(&pk_ret, abar_arrive_and_wait(&pk_bar));
+    atomic_store(&pk_done, 1);
+    return NULL;
+}
+TEST(pair_first_arrival_finding_parked_waits)
+{
+    for (int pi = 0; pi < 3; pi++) {
+        abar_attr_t at = { NULL, NULL, POLICIES[pi] };
+        CHECK_EQ(abar_init(&pk_bar, 2, &at), 0);
+        if (!ticket(&pk_bar)) return;
+        atomic_fetch_or(&I(&pk_bar)->state, ST_PARKED);
+        atomic_store(&pk_done, 0);
+        atomic_store(&pk_ret, -1);
+        pthread_t t;
+        pthread_create(&t, NULL, pk_first, NULL);
+        while (st_pending(state_of(&pk_bar)) != 1) sched_yield(); /* it has arrived */
+        msleep(20);
+        CHECK(!atomic_load(&pk_done)); /* still waiting for the second arrival */
+        CHECK_EQ(abar_phase(&pk_bar), 0);
+        CHECK_EQ(abar_arrive_and_wait(&pk_bar), 0); /* carries, over PARKED */
+        pthread_join(t, NULL);
+        CHECK_EQ(atomic_load(&pk_ret), 0);
+        CHECK_EQ(abar_phase(&pk_bar), 1);
+        CHECK(!(state_of(&pk_bar) & ST_PARKED));
+        CHECK_EQ(abar_destroy(&pk_bar), 0);
+    }
+}
+
 /* Two threads, every policy, arrive_and_wait and split arrive/wait mixed;
  * at a set phase one thread drops and the other goes on alone (a barrier
  * of one), while an observer waits on the phases by abar_current, so the
