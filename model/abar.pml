@@ -493,11 +493,11 @@ blockdone:
     cur = 0; s = 0; ok = 0; tmp = 0; v = 0
 }
 
-/* enter, wait.c:229-250: announce, then wait out a destroy's mark.
+/* enter, wait.c:203-224: announce, then wait out a destroy's mark.
  *
  * The hazard-slot fences (hazard.c:11-21).  The C orders the slot store
- * before the waiter's next loads with a "light" fence (wait.c:210,
- * abar_internal.h:316-320: only a compiler barrier where membarrier is
+ * before the waiter's next loads with a "light" fence (abar_internal.h:337,
+ * abar_internal.h:318-322: only a compiler barrier where membarrier is
  * registered) and destroy's mark before its slot loads with a "heavy" one
  * (lifecycle.c:96, hazard.c:50-60: membarrier PRIVATE_EXPEDITED, then a
  * seq_cst fence).  The model is sequentially consistent, i.e. it assumes a
@@ -518,18 +518,18 @@ blockdone:
 inline enter()
 {
 #if PSHARED
-    atomic { ACCESS; inside++ };                         /* wait.c:237 */
+    atomic { ACCESS; inside++ };                         /* wait.c:211 */
 #else
-    atomic { ACCESS; slot[_pid] = 1 };                   /* wait.c:209, light fence 210 */
+    atomic { ACCESS; slot[_pid] = 1 };                   /* abar_internal.h:336, light fence 337 */
 #endif
     entered = 1;
     do
-    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:242 */
-    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:243: destroyed */
+    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:216 */
+    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:217: destroyed */
        entered = 0; break
     od;
     if
-    :: !entered ->                                       /* wait.c:244 leave */
+    :: !entered ->                                       /* wait.c:218 leave */
 #if PSHARED
        atomic { inside-- }
 #else
@@ -539,24 +539,24 @@ inline enter()
     fi
 }
 
-/* leave, wait.c:254-262: after it this thread touches the barrier no more. */
+/* leave, wait.c:228-236: after it this thread touches the barrier no more. */
 inline leave()
 {
 #if PSHARED
-    atomic { ACCESS; inside-- }                          /* wait.c:257 */
+    atomic { ACCESS; inside-- }                          /* wait.c:231 */
 #else
-    atomic { ACCESS; slot[_pid] = 0 }                    /* wait.c:219 */
+    atomic { ACCESS; slot[_pid] = 0 }                    /* abar_internal.h:346 */
 #endif
 }
 
-/* wait_registered, wait.c:265-272 (the caller, wait_common, found the token
- * not yet complete on the release words, wait.c:282). */
+/* wait_registered, wait.c:239-246 (the caller, wait_common, found the token
+ * not yet complete on the release words, wait.c:256). */
 inline wait_registered(tk, tmd)
 {
-    enter();                                             /* wait.c:268 */
+    enter();                                             /* wait.c:242 */
     assert(entered);                                     /* no destroy races these waits */
-    block(tk, tmd);                                      /* wait.c:269 */
-    leave()                                              /* wait.c:270 */
+    block(tk, tmd);                                      /* wait.c:243 */
+    leave()                                              /* wait.c:244 */
 }
 
 /* What a returned wait may say (P1, P4). */
@@ -1184,7 +1184,7 @@ inline destroy()
           /* lifecycle.c:96-97: the heavy fence (see enter), then the
            * hazard slots (hazard.c:108-115, read as one step: a slot
            * set after the scan passed it belongs to a waiter that then
-           * sees the mark, wait.c:242) */
+           * sees the mark, wait.c:216) */
           atomic { ACCESS; i = 0; do :: i < NPROC && !slot[i] -> i++ :: else -> break od };
           if
           :: i < NPROC -> atomic { ACCESS; inside = inside & ~INSIDE_DEAD }; r = EBUSY /* lifecycle.c:97-99 */
@@ -1237,9 +1237,9 @@ active [N] proctype worker()
        :: (_pid == 2 || FULL_MENU && _pid != 0) && !(NARR && _pid == 1) -> op = OP_DROP
        :: lastph && _pid != 0 && !NO_ONLY -> op = OP_ONLY
        fi;
-       /* OP_AW is abar_arrive_and_wait: arrive_and_wait (wait.c:404-428),
+       /* OP_AW is abar_arrive_and_wait: arrive_and_wait (wait.c:355-379),
         * and on a private pair without a completion function (PAIR)
-        * pair_arrive_and_wait (wait.c:369-402), the same steps in one path:
+        * pair_arrive_and_wait (wait.c:320-353), the same steps in one path:
         * slot_push (enter), the look for destroy's mark, abar__ticket_add,
         * the first look at `phase` and the spin, pair_block (block),
         * slot_pop (leave). */
@@ -1247,7 +1247,7 @@ active [N] proctype worker()
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
        if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:412 */
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:363 */
        :: else -> skip
        fi;
 #endif
@@ -1257,7 +1257,7 @@ active [N] proctype worker()
        :: else -> arrive(ARRN, op == OP_DROP)
        fi;
 #else
-       arrive(ARRN, op == OP_DROP);                      /* wait.c:417 / arrive.c:128, 209-226 */
+       arrive(ARRN, op == OP_DROP);                      /* wait.c:368 / arrive.c:128, 209-226 */
 #endif
 #if MUTANT == 6
        if :: op == OP_AW -> enter() :: else -> skip fi;
@@ -1273,29 +1273,29 @@ active [N] proctype worker()
           leave(); left = 1;                             /* bug 13: leaves right after its arrival */
 #endif
           if
-          :: lst -> skip                                 /* wait.c:420: we completed it */
+          :: lst -> skip                                 /* wait.c:371: we completed it */
           :: else ->
-             atomic { ACCESS; tmp = phase };             /* wait.c:423: released meanwhile? */
+             atomic { ACCESS; tmp = phase };             /* wait.c:374: released meanwhile? */
              if
 #if MUTANT == 12
              :: tmp >= tp -> tmp = 0                     /* bug 12: `phase` == tp taken as released */
 #else
-             :: tmp > tp -> tmp = 0                      /* wait.c:423 */
+             :: tmp > tp -> tmp = 0                      /* wait.c:374 */
 #endif
 #if MUTANT == 13
              :: else -> tmp = 0; wait_registered(tp, 0)  /* bug 13: then waits as abar_wait does */
 #else
-             :: else -> tmp = 0; block(tp, 0)            /* wait.c:424-425 */
+             :: else -> tmp = 0; block(tp, 0)            /* wait.c:375-376 */
 #endif
              fi
           fi;
           check_wait(tp, r, 0)
        :: r == 0 && (op == OP_SPLIT || op == OP_TIMED) ->
-          do                                             /* wait_common, wait.c:274-294 */
-          :: atomic { ACCESS; tmp = phase };             /* wait.c:282 */
+          do                                             /* wait_common, wait.c:248-268 */
+          :: atomic { ACCESS; tmp = phase };             /* wait.c:256 */
              if
              :: tp < tmp -> r = 0; tmp = 0
-             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:293 */
+             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:267 */
              fi;
              check_wait(tp, r, timed);
              if
@@ -1306,7 +1306,7 @@ active [N] proctype worker()
        :: else -> skip
        fi;
        if
-       :: op == OP_AW && !left -> leave()                /* wait.c:426 */
+       :: op == OP_AW && !left -> leave()                /* wait.c:377 */
        :: else -> skip
        fi;
        if
@@ -1351,7 +1351,7 @@ active proctype canceller()
 #endif
 
 #if OBSERVER
-/* A non-participant: abar_current, then abar_wait (wait.c:308-316, 184-204). */
+/* A non-participant: abar_current, then abar_wait (lifecycle.c:136-144, then wait.c:248-270). */
 active proctype observer()
 {
     byte tp, cur, ph1, ph2, gsr, gtr, tmp, i, v;
@@ -1359,17 +1359,17 @@ active proctype observer()
     byte r;
     bool ok, entered;
 
-    snapshot(cur, s);                                    /* wait.c:313 */
+    snapshot(cur, s);                                    /* lifecycle.c:141 */
     if
-    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* wait.c:314 */
-    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* wait.c:315 */
+    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* lifecycle.c:142 */
+    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* lifecycle.c:143 */
     fi;
     if
     :: r == 0 && tp < NPH ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:282 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:256 */
        if
        :: tp < tmp -> r = 0; tmp = 0
-       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:293 */
+       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:267 */
        fi;
        check_wait(tp, r, 0)
     :: else -> skip

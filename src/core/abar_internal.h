@@ -321,6 +321,32 @@ static inline void abar__hazard_fence_light(void)
     else atomic_thread_fence(memory_order_seq_cst);
 }
 void abar__hazard_fence_heavy(void);
+
+/* Takes the thread's next hazard slot for b (wait.c): the depth first, then the
+ * slot, so that a wait in a signal handler that interrupts us between the
+ * two takes the next slot, not ours (the signal fence is the compiler's
+ * order, all a handler on this thread needs).  Then our slot, then
+ * destroy's mark: destroy does its mark, a fence, then reads the slots, so
+ * one of us sees the other; the fence here is light (above): destroy's
+ * heavy one makes up for it.  Returns the slot. */
+static inline unsigned slot_push(struct abar__hazard *h, const struct abar_impl *b)
+{
+    const unsigned d = h->depth++;
+    atomic_signal_fence(memory_order_seq_cst);
+    atomic_store_explicit(&h->slot[d], b, memory_order_relaxed);
+    abar__hazard_fence_light();
+    return d;
+}
+
+/* Clears slot d, then gives it back (the slot, then the depth, as in
+ * slot_push).  release: a destroy that sees it clear runs after our last
+ * access to the barrier. */
+static inline void slot_pop(struct abar__hazard *h, unsigned d)
+{
+    atomic_store_explicit(&h->slot[d], NULL, memory_order_release);
+    atomic_signal_fence(memory_order_seq_cst);
+    h->depth = d;
+}
 unsigned abar__test_waiters(abar_t *b); /* test hook: threads registered on b */
 
 /* tree.c: the arrival tree of a wide barrier */

@@ -132,6 +132,30 @@ uint64_t abar_phase(const abar_t *b)
     return atomic_load_explicit(&rel(bi)->phase, memory_order_acquire);
 }
 
+/* The open phase's token, for a thread that did not arrive in it. */
+abar_token_t abar_current(abar_t *b)
+{
+    struct abar_impl *bi = abar__live(b);
+    if (bi == NULL) return tok_error(EINVAL);
+    uint64_t s;
+    uint64_t cur = abar__snapshot(bi, &s);
+    if ((s & ST_CANCELLED) && !st_completing(s)) return tok_error(ECANCELED);
+    return tok_make(abar__state_phase(cur, s), bi->ident);
+}
+
+abar_token_t abar_token_at(abar_t *b, uint64_t phase)
+{
+    struct abar_impl *bi = abar__live(b);
+    if (bi == NULL) return tok_error(EINVAL);
+    uint64_t s;
+    uint64_t cur = abar__snapshot(bi, &s);
+    uint64_t open = abar__state_phase(cur, s);
+    if (phase > open) return tok_error(EINVAL); /* a phase no arrival has reached */
+    /* The open phase of a cancelled barrier, as abar_current says it. */
+    if (phase == open && (s & ST_CANCELLED) && !st_completing(s)) return tok_error(ECANCELED);
+    return tok_make(phase, bi->ident);
+}
+
 int abar_token_error(abar_token_t t)
 {
     return t.id == 0 ? abar__token_err(t) : 0;

@@ -195,32 +195,6 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
 
 static inline void leave(struct abar_impl *b, bool counted);
 
-/* Takes the thread's next hazard slot for b: the depth first, then the
- * slot, so that a wait in a signal handler that interrupts us between the
- * two takes the next slot, not ours (the signal fence is the compiler's
- * order, all a handler on this thread needs).  Then our slot, then
- * destroy's mark: destroy does its mark, a fence, then reads the slots, so
- * one of us sees the other; the fence here is light (hazard.c): destroy's
- * heavy one makes up for it.  Returns the slot. */
-static inline unsigned slot_push(struct abar__hazard *h, const struct abar_impl *b)
-{
-    const unsigned d = h->depth++;
-    atomic_signal_fence(memory_order_seq_cst);
-    atomic_store_explicit(&h->slot[d], b, memory_order_relaxed);
-    abar__hazard_fence_light();
-    return d;
-}
-
-/* Clears slot d, then gives it back (the slot, then the depth, as in
- * slot_push).  release: a destroy that sees it clear runs after our last
- * access to the barrier. */
-static inline void slot_pop(struct abar__hazard *h, unsigned d)
-{
-    atomic_store_explicit(&h->slot[d], NULL, memory_order_release);
-    atomic_signal_fence(memory_order_seq_cst);
-    h->depth = d;
-}
-
 /* Announces this thread as blocked on b, so that abar_destroy says EBUSY
  * until leave(): a slot in the thread's own hazard record for a private
  * barrier (no shared write), the count in the barrier for a process-shared
@@ -303,29 +277,6 @@ int abar_wait_until(abar_t *b, abar_token_t t, const struct timespec *abstime)
         abstime->tv_sec < 0)
         return EINVAL;
     return wait_common(b, t, abstime, WAIT_BLOCK);
-}
-
-abar_token_t abar_current(abar_t *b)
-{
-    struct abar_impl *bi = abar__live(b);
-    if (bi == NULL) return tok_error(EINVAL);
-    uint64_t s;
-    uint64_t cur = abar__snapshot(bi, &s);
-    if ((s & ST_CANCELLED) && !st_completing(s)) return tok_error(ECANCELED);
-    return tok_make(abar__state_phase(cur, s), bi->ident);
-}
-
-abar_token_t abar_token_at(abar_t *b, uint64_t phase)
-{
-    struct abar_impl *bi = abar__live(b);
-    if (bi == NULL) return tok_error(EINVAL);
-    uint64_t s;
-    uint64_t cur = abar__snapshot(bi, &s);
-    uint64_t open = abar__state_phase(cur, s);
-    if (phase > open) return tok_error(EINVAL); /* a phase no arrival has reached */
-    /* The open phase of a cancelled barrier, as abar_current says it. */
-    if (phase == open && (s & ST_CANCELLED) && !st_completing(s)) return tok_error(ECANCELED);
-    return tok_make(phase, bi->ident);
 }
 
 /* The rest of pair_arrive_and_wait's wait, out of line: block() from where
