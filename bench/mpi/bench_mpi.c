@@ -10,9 +10,13 @@
  * rank's time each run).  Rows are machine-readable:
  *   lat  <name> <ranks> <threads/rank> <us per phase> <ratio to MPI_Barrier>
  *   ovl  <name> <ranks> <W us> <us per iteration> <exposed us> <hidden %>
- * hidden % = 100 * (1 - exposed / L), exposed = iteration - W, L = the
+ *        <hidden vs MPI_Barrier %> <work us>
+ * hidden % = 100 * (1 - exposed / L), exposed = iteration - work, L = the
  * method's own latency per phase with no work; hidden_vs_barrier uses
- * MPI_Barrier's latency for L.  --threads T: threads per rank of the
+ * MPI_Barrier's latency for L.  The work is W us of dependent multiplies
+ * (work_us: no clock read inside it), and `work` is what the same loop of
+ * work alone took, measured between the runs of each row (as OSU's
+ * overlap benchmarks measure their compute time).  --threads T: threads per rank of the
  * hierarchical rows (default 2).  The p2p,test row does its W in 1 us slices
  * with an abar_mpi_test between them (progress driven by the caller).
  */
@@ -34,10 +38,41 @@ static double now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static void spin_us(double us)
+/* The computation between arrive and wait: a chain of dependent multiplies,
+ * loops_per_us of them a microsecond (calibrate()).  It reads no clock: on
+ * the 16-core device host a clock_gettime takes 40-odd ns, and a work loop
+ * that ends on a clock read overshoots W by about that much, which an
+ * overlap figure would count as barrier time left exposed. */
+static double loops_per_us;
+static volatile uint64_t sink;
+static void work_us(double us)
 {
-    double end = now() + us * 1e-6;
-    while (now() < end) {}
+    const uint64_t n = (uint64_t)(us * loops_per_us + 0.5);
+    uint64_t x = n;
+    for (uint64_t i = 0; i < n; i++) {
+        x = x * 6364136223846793005u + 1442695040888963407u;
+        __asm__ volatile("" : "+r"(x)); /* one dependent step per loop, not folded */
+    }
+    sink = x;
+}
+
+/* loops_per_us, from the fastest of 7 runs of 100,000 loops; and the cost
+ * of one clock read (printed: the cpu rows subtract it). */
+static double clock_ns;
+static void calibrate(void)
+{
+    loops_per_us = 1;
+    double best = 1e9;
+    for (int i = 0; i < 7; i++) {
+        double t0 = now();
+        work_us(100000);
+        double dt = now() - t0;
+        if (dt < best) best = dt;
+    }
+    loops_per_us = 100000 / (best * 1e6);
+    double t0 = now();
+    for (int i = 0; i < 100000; i++) (void)now();
+    clock_ns = (now() - t0) / 100000 * 1e9;
 }
 
 static int cmp(const void *a, const void *b)
@@ -72,7 +107,7 @@ static void *hier_thread(void *p)
     struct hier_arg *h = p;
     for (int i = 0; i < h->n; i++) {
         abar_token_t t = abar_mpi_arrive(&bars[h->m]);
-        if (h->w > 0) spin_us(h->w);
+        if (h->w > 0) work_us(h->w);
         int r = abar_mpi_wait(&bars[h->m], t);
         if (r != 0) {
             fprintf(stderr, "rank %d: hierarchical wait: %s (arrive: %d)\n", rank, strerror(r), abar_token_error(t));
@@ -80,6 +115,17 @@ static void *hier_thread(void *p)
         }
     }
     return NULL;
+}
+
+/* Seconds for n runs of the work alone (the slowest rank's). */
+static double measure_work(int n, double w)
+{
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now();
+    for (int i = 0; i < n; i++) work_us(w);
+    double dt = now() - t0, worst;
+    MPI_Allreduce(&dt, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return worst;
 }
 
 /* Seconds for n phases (the slowest rank's). */
@@ -90,7 +136,7 @@ static double measure(int m, int n, double w)
     switch (m) {
     case M_BARRIER:
         for (int i = 0; i < n; i++) {
-            if (w > 0) spin_us(w);
+            if (w > 0) work_us(w);
             MPI_Barrier(MPI_COMM_WORLD);
         }
         break;
@@ -98,7 +144,7 @@ static double measure(int m, int n, double w)
         for (int i = 0; i < n; i++) {
             MPI_Request q;
             MPI_Ibarrier(MPI_COMM_WORLD, &q);
-            if (w > 0) spin_us(w);
+            if (w > 0) work_us(w);
             MPI_Wait(&q, MPI_STATUS_IGNORE);
         }
         break;
@@ -114,9 +160,8 @@ static double measure(int m, int n, double w)
     case M_ABAR_TEST:
         for (int i = 0; i < n; i++) {
             abar_token_t t = abar_mpi_arrive(&bars[m]);
-            double end = now() + w * 1e-6;
-            for (double x = now(); x < end; x = now()) {
-                spin_us(end - x < 1e-6 ? (end - x) * 1e6 : 1.0);
+            for (double done = 0; done < w; done += 1.0) {
+                work_us(w - done < 1.0 ? w - done : 1.0);
                 (void)abar_mpi_test(&bars[m], t);
             }
             if (abar_mpi_wait(&bars[m], t) != 0) MPI_Abort(MPI_COMM_WORLD, 6);
@@ -127,7 +172,7 @@ static double measure(int m, int n, double w)
             double a0 = split ? now() : 0;
             abar_token_t t = abar_mpi_arrive(&bars[m]);
             double a1 = split ? now() : 0;
-            if (w > 0) spin_us(w);
+            if (w > 0) work_us(w);
             double w0 = split ? now() : 0;
             if (abar_mpi_wait(&bars[m], t) != 0) MPI_Abort(MPI_COMM_WORLD, 6);
             if (split) {
@@ -150,7 +195,10 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) { iters = 200; reps = 1; }
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
+            reps = atoi(argv[++i]);
+            reps = reps < 1 ? 1 : reps > 64 ? 64 : reps;
+        }
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
             int t = atoi(argv[++i]);
             nthreads[M_HIER] = nthreads[M_HIER_P2P] = t < 2 ? 2 : t > 64 ? 64 : t;
@@ -160,6 +208,7 @@ int main(int argc, char **argv)
         if (rank == 0) fprintf(stderr, "needs MPI_THREAD_MULTIPLE\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
+    calibrate();
     /* How MPI groups the ranks into nodes: abar_mpi's default engine is
      * shared memory only where every rank shares one (engine_shm.c), so
      * across hosts the "abar_mpi(shm)" rows run the message engine. */
@@ -212,30 +261,37 @@ int main(int argc, char **argv)
     const double mult[] = { 0.5, 1, 2, 4, 8 };
     const int ovm[] = { M_IBARRIER, M_ABAR, M_ABAR_P2P, M_ABAR_TEST, M_ABAR_PROG, M_ABAR_PROG_SHM, M_HIER, M_HIER_P2P };
     int on = iters / 4 + 1;
-    if (rank == 0) printf("# overlap: arrive, W us of work, wait; %d iterations x %d runs, median\n"
-                          "# ovl name ranks W_us us_per_iter exposed_us hidden_pct hidden_vs_barrier_pct\n", on, reps);
+    if (rank == 0) printf("# overlap: arrive, W us of work, wait; %d iterations x %d runs, median; exposed =\n"
+                          "# us_per_iter - work_us, work_us the same work alone (rank 0: %.0f loops a us)\n"
+                          "# ovl name ranks W_us us_per_iter exposed_us hidden_pct hidden_vs_barrier_pct work_us\n",
+                          on, reps, loops_per_us);
     for (unsigned j = 0; j < sizeof ovm / sizeof *ovm; j++) {
         for (unsigned k = 0; k < sizeof mult / sizeof *mult; k++) {
             int m = ovm[j];
             double W = mult[k] * lat[m];
             W = (double)(int)(W * 100 + 0.5) / 100;
             MPI_Bcast(&W, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD); /* same on every rank */
-            for (int r = 0; r < reps; r++) samp[r] = measure(m, on, W) / on * 1e6;
-            double it = median(samp, reps), exposed = it - W;
+            double wsamp[64];
+            for (int r = 0; r < reps; r++) {
+                samp[r] = measure(m, on, W) / on * 1e6;
+                wsamp[r] = measure_work(on, W) / on * 1e6;
+            }
+            double it = median(samp, reps), work = median(wsamp, reps), exposed = it - work;
             double hidden = 100.0 * (1.0 - exposed / lat[m]);
             double hb = 100.0 * (1.0 - exposed / lat[M_BARRIER]);
             hidden = hidden < 0 ? 0 : hidden > 100 ? 100 : hidden;
             hb = hb < 0 ? 0 : hb > 100 ? 100 : hb;
             if (rank == 0)
-                printf("ovl %-24s %d %7.2f %8.3f %8.3f %6.1f %6.1f  (W = %.1f x latency)\n", mname[m], size, W, it,
-                       exposed, hidden, hb, mult[k]);
+                printf("ovl %-24s %d %7.2f %8.3f %8.3f %6.1f %6.1f %8.3f  (W = %.1f x latency)\n", mname[m], size, W,
+                       it, exposed, hidden, hb, work, mult[k]);
         }
     }
     /* where the exposed time goes with W = 8 x latency: the CPU time of the
      * arrive call, and of the wait call (which finds the phase complete if
      * the latency was hidden) */
-    if (rank == 0) printf("# cost of the calls at W = 8 x latency (rank 0, mean)\n"
-                          "# cpu name ranks arrive_us wait_us\n");
+    if (rank == 0) printf("# cost of the calls at W = 8 x latency (rank 0, mean; one clock read, %.1f ns,\n"
+                          "# taken off each)\n"
+                          "# cpu name ranks arrive_us wait_us\n", clock_ns);
     const int cpm[] = { M_ABAR, M_ABAR_P2P, M_ABAR_PROG, M_ABAR_PROG_SHM };
     for (unsigned j = 0; j < sizeof cpm / sizeof *cpm; j++) {
         int m = cpm[j];
@@ -245,7 +301,8 @@ int main(int argc, char **argv)
         t_arrive = t_wait = 0;
         measure(m, on, W);
         split = 0;
-        if (rank == 0) printf("cpu %-24s %d %8.3f %8.3f\n", mname[m], size, t_arrive / on * 1e6, t_wait / on * 1e6);
+        if (rank == 0) printf("cpu %-24s %d %8.3f %8.3f\n", mname[m], size, t_arrive / on * 1e6 - clock_ns / 1e3,
+                              t_wait / on * 1e6 - clock_ns / 1e3);
     }
     for (int m = M_ABAR; m < M_COUNT; m++) abar_mpi_destroy(&bars[m]);
     free(samp);
