@@ -2,7 +2,7 @@
 # device_run.sh OUT [quick] - the abar_mpi benchmark (and the rank-failure
 # test) on a machine without MPI or compilers: Open MPI from Debian packages
 # unpacked there, binaries built elsewhere.  Stage a folder DIR beside it:
-#   DIR/run.sh   this script
+#   DIR/run.sh   this script, and ompi_env.sh beside it (the environment)
 #   DIR/debs/    apt-get download openmpi-bin openmpi-common libopenmpi3 libpmix2
 #                libhwloc15 libevent-core-2.1-7 libevent-pthreads-2.1-7
 #                libevent-2.1-7 libmunge2   (Debian 12: Open MPI 4.1.4)
@@ -17,18 +17,8 @@
 set -u
 D=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-/tmp/out}; Q=${2:-}
-O=${OMPI_ROOT:-/tmp/ompi}
-mkdir -p "$O" "$OUT"
-if [ ! -x "$O/usr/bin/orterun" ]; then
-  for d in "$D"/debs/*.deb; do
-    if command -v dpkg >/dev/null; then dpkg -x "$d" "$O"; else
-      t=$(mktemp -d); (cd "$t" && ar x "$d" && tar -xf data.tar.* -C "$O"); rm -rf "$t"; fi
-  done
-fi
-L=$O/usr/lib/x86_64-linux-gnu
-export OPAL_PREFIX=$O/usr PMIX_INSTALL_PREFIX=$O/usr
-export PATH=$O/usr/bin:$PATH LD_LIBRARY_PATH=$L:$L/openmpi/lib:$L/pmix2/lib:${LD_LIBRARY_PATH:-}
-export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_pml=ob1 OMPI_MCA_mtl=^ofi,psm,psm2 OMPI_MCA_osc=sm,pt2pt
+mkdir -p "$OUT"
+. "$D/ompi_env.sh"
 R="orterun --allow-run-as-root --bind-to none ${OVERSUB:-}"
 B=$D/bin
 echo "# host: $(nproc) CPUs, $(uname -r), $(ldd --version | head -1)"; $R --version | head -1

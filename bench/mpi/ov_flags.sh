@@ -9,12 +9,7 @@
 set -u
 D=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-/tmp/out}; mkdir -p "$OUT/raw"
-O=${OMPI_ROOT:-/tmp/ompi}; mkdir -p "$O"
-[ -x "$O/usr/bin/orterun" ] || for d in "$D"/debs/*.deb; do dpkg -x "$d" "$O"; done
-L=$O/usr/lib/x86_64-linux-gnu
-export OPAL_PREFIX=$O/usr PMIX_INSTALL_PREFIX=$O/usr
-export PATH=$O/usr/bin:$PATH LD_LIBRARY_PATH=$L:$L/openmpi/lib:$L/pmix2/lib:${LD_LIBRARY_PATH:-}
-export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_pml=ob1 OMPI_MCA_mtl=^ofi,psm,psm2 OMPI_MCA_osc=sm,pt2pt
+. "$D/ompi_env.sh"
 echo "# host: $(nproc) CPUs $(uname -r)"
 for rep in 1 2; do for b in none core; do for m in new old; do for cfg in "8 4 2" "16 2 1"; do set -- $cfg
   unset ABAR_MPI_FLAGS
