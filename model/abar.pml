@@ -110,12 +110,12 @@
  * Number 4 is unused (no bug of that kind remains: the futex word's cancel
  * bit only hastens spinners, whose 1024th round looks anyway)),
  * ATOMIC_SNAPSHOT (0: 1 makes abar__snapshot one step, see there),
- * FIX_ARRIVAL_PHASE (1, as arrive.c:65-66 since 8fb3cd8: the token from
+ * FIX_ARRIVAL_PHASE (1, as arrive.c:76-77 since 8fb3cd8: the token from
  * `phase` read before the arrival's RMW; 0: the code before, read after it,
  * finding F1 in docs/reliability.md; with AW_REGISTERED, arrive_and_wait's
  * arrival reads after its RMW either way, as it may: see arrive_registered),
  * AW_REGISTERED (0: arrive_and_wait's arrival is abar__arrive1, the one
- * above, arrive.c:117; 1: the registered arrival the core had at 4d5ff95:
+ * above, arrive.c:128; 1: the registered arrival the core had at 4d5ff95:
  * the RMW alone, then `phase` read after it, never pair_last; checked as a
  * variant, should it come back),
  * FIX_CANCEL_WAKE (1, as lifecycle.c:120-123 since 8fb3cd8: abar_cancel
@@ -131,7 +131,7 @@
  * PAIR (0: the barrier has a completion function, so every arrival takes
  * the general path; 1: it has none and expects N <= ABAR__PAIR_MAX = 2
  * threads, abar_internal.h:96-108: ABAR__TICKET, lifecycle.c:64: a single
- * arrival is one add of HALF, arrive.c:69, abar_internal.h:266-299, and
+ * arrival is one add of HALF, arrive.c:80, abar_internal.h:256-289, and
  * the second of a phase carries into the phase bits, which opens the next
  * phase in that add; since b03b267 (before it, pair_last's one CAS); not
  * with AW_REGISTERED),
@@ -207,7 +207,7 @@
 #endif
 
 #if TREE && PAIR
-#error TREE and PAIR exclude each other (arrive.c:62: a barrier with leaves never takes the pair's add)
+#error TREE and PAIR exclude each other (arrive.c:73: a barrier with leaves never takes the pair's add)
 #endif
 #if TREE && AW_REGISTERED
 #error AW_REGISTERED is a variant of the flat arrival
@@ -265,12 +265,12 @@
 #define COMPLETING(s) (PEND(s) <= 0 && ((s) & FIN) == 0)               /* abar_internal.h:80-83 */
 /* The 32-bit futex word (abar_internal.h:91-92), shrunk to 8 bits: bit 7 is
  * ABAR__FUTEX_CANCELLED (bit 31, abar_internal.h:85, set by abar_cancel),
- * the low 7 bits count the releases that found PARKED (arrive.c:183-189;
+ * the low 7 bits count the releases that found PARKED (arrive.c:194-200;
  * at most NPH of them here, so the count never wraps back to a value a
  * sleeper read). */
 #define FUT_CANC    128
 #define FUT_COUNT   127
-#define INSIDE_DEAD 128           /* ABAR__INSIDE_DEAD, abar_internal.h:232 */
+#define INSIDE_DEAD 128           /* ABAR__INSIDE_DEAD, abar_internal.h:222 */
 
 /* ---- the barrier (struct abar_impl, abar_internal.h:120-145) ----
  * `phase` and `futex` are the release words (struct abar__release,
@@ -496,8 +496,8 @@ blockdone:
 /* enter, wait.c:203-224: announce, then wait out a destroy's mark.
  *
  * The hazard-slot fences (hazard.c:11-21).  The C orders the slot store
- * before the waiter's next loads with a "light" fence (abar_internal.h:347,
- * abar_internal.h:328-332: only a compiler barrier where membarrier is
+ * before the waiter's next loads with a "light" fence (abar_internal.h:337,
+ * abar_internal.h:318-322: only a compiler barrier where membarrier is
  * registered) and destroy's mark before its slot loads with a "heavy" one
  * (lifecycle.c:96, hazard.c:50-60: membarrier PRIVATE_EXPEDITED, then a
  * seq_cst fence).  The model is sequentially consistent, i.e. it assumes a
@@ -520,7 +520,7 @@ inline enter()
 #if PSHARED
     atomic { ACCESS; inside++ };                         /* wait.c:211 */
 #else
-    atomic { ACCESS; slot[_pid] = 1 };                   /* abar_internal.h:346, light fence 347 */
+    atomic { ACCESS; slot[_pid] = 1 };                   /* abar_internal.h:336, light fence 337 */
 #endif
     entered = 1;
     do
@@ -545,7 +545,7 @@ inline leave()
 #if PSHARED
     atomic { ACCESS; inside-- }                          /* wait.c:231 */
 #else
-    atomic { ACCESS; slot[_pid] = 0 }                    /* abar_internal.h:356 */
+    atomic { ACCESS; slot[_pid] = 0 }                    /* abar_internal.h:346 */
 #endif
 }
 
@@ -570,7 +570,7 @@ inline check_wait(tk, res, tmd)
     fi
 }
 
-/* publish, arrive.c:165-192: release the waiters of phase p after the
+/* publish, arrive.c:176-203: release the waiters of phase p after the
  * release CAS on `state`, which found PARKED if prk.  Only then the futex
  * word changes: its count bits, by CAS, keeping the cancel bit (a cancel may
  * set it meanwhile).  Uses tmp (the caller's is dead by now). */
@@ -580,9 +580,9 @@ inline publish(p, prk)
     /* bug 7: the futex word is not changed although PARKED */
 #else
     if
-    :: prk ->                                            /* arrive.c:183 */
-       atomic { ACCESS; tmp = futex };                   /* arrive.c:185: f */
-       do                                                /* arrive.c:186-188 */
+    :: prk ->                                            /* arrive.c:194 */
+       atomic { ACCESS; tmp = futex };                   /* arrive.c:196: f */
+       do                                                /* arrive.c:197-199 */
        :: atomic {
               ACCESS;
               if
@@ -603,45 +603,45 @@ inline publish(p, prk)
     fi;
 #endif
 #if MUTANT != 1
-    atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* arrive.c:190: the last access */
+    atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* arrive.c:201: the last access */
 #endif
 #if MUTANT == 3
     skip                                                 /* bug 3: never wake */
 #else
     if
-    :: prk -> futex_wake_all()                           /* arrive.c:191 */
+    :: prk -> futex_wake_all()                           /* arrive.c:202 */
     :: else -> skip
     fi
 #endif
 }
 
-/* abar__complete, arrive.c:126-163, for phase p whose last arrival made ns
+/* abar__complete, arrive.c:137-174, for phase p whose last arrival made ns
  * (bug 1 stores `phase` before the state CAS; publish then leaves it out). */
 inline complete(p, ns)
 {
-    atomic {                                             /* arrive.c:130-135: the completion */
+    atomic {                                             /* arrive.c:141-146: the completion */
         ACCESS;
         assert(arrived[p] == GEXP(p));                   /* P1: every arrival counted */
         assert(!released[p]);                            /* P1: before any release */
         compl[p]++;
         assert(compl[p] == 1)                            /* P1: exactly once */
     };
-    atomic { ACCESS; next = expected - DROPS(ns) };      /* arrive.c:139 */
+    atomic { ACCESS; next = expected - DROPS(ns) };      /* arrive.c:150 */
     if
-    :: DROPS(ns) -> atomic { ACCESS; expected = next }   /* arrive.c:140 */
+    :: DROPS(ns) -> atomic { ACCESS; expected = next }   /* arrive.c:151 */
     :: else -> skip
     fi;
-    atomic { ACCESS; phase == p };                       /* arrive.c:143: publish in order */
+    atomic { ACCESS; phase == p };                       /* arrive.c:154: publish in order */
 #if MUTANT == 1
     atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* bug 1: release before the state CAS */
 #endif
-    atomic { ACCESS; cur_s = state };                    /* arrive.c:144 */
-    do                                                   /* arrive.c:152-161 */
+    atomic { ACCESS; cur_s = state };                    /* arrive.c:155 */
+    do                                                   /* arrive.c:163-172 */
     :: atomic {
            ACCESS;
            if
-           :: PEND(cur_s) != 0 || STPH(cur_s) != LO(p) -> cur_s = state; ok = 0 /* arrive.c:153-155: an undo pending */
-           :: PEND(cur_s) == 0 && STPH(cur_s) == LO(p) && state == cur_s -> /* arrive.c:156-159 */
+           :: PEND(cur_s) != 0 || STPH(cur_s) != LO(p) -> cur_s = state; ok = 0 /* arrive.c:164-166: an undo pending */
+           :: PEND(cur_s) == 0 && STPH(cur_s) == LO(p) && state == cur_s -> /* arrive.c:167-170 */
               state = MAKE(p + 1, next, (cur_s & CANC) | (next == 0 -> FIN : 0));
               gS = p + 1;
               gexp[p + 1] = GEXP(p) - gdrops[p];
@@ -653,24 +653,24 @@ inline complete(p, ns)
        };
        if :: ok -> break :: else -> skip fi
     od;
-    publish(p, (cur_s & PARKED));                        /* arrive.c:162 */
+    publish(p, (cur_s & PARKED));                        /* arrive.c:173 */
     cur_s = 0; next = 0; ok = 0
 }
 
 #if PAIR
 /* A pair's single arrival (PAIR: the barrier expects N <= ABAR__PAIR_MAX = 2
  * threads and has no completion function: ABAR__TICKET, lifecycle.c:64),
- * abar__ticket_add and abar__ticket_arrive (abar_internal.h:266-299) with abar__ticket_slow
- * (arrive.c:20-54): one add of HALF; the second arrival of a phase carries
+ * abar__ticket_add and abar__ticket_arrive (abar_internal.h:256-289) with abar__ticket_slow
+ * (arrive.c:31-65): one add of HALF; the second arrival of a phase carries
  * out of HALF into the phase bits, which completes the phase and opens the
  * next in that add.  Refused (cancelled, finished, nothing left, or a phase
  * other than `before`): taken back by a subtraction.  tmp holds `before`
- * (abar_internal.h:269); token in tp, r = error, lst = completed the phase.
- * The inline fast path (abar_internal.h:273-286) is the two usual outcomes
+ * (abar_internal.h:259); token in tp, r = error, lst = completed the phase.
+ * The inline fast path (abar_internal.h:263-276) is the two usual outcomes
  * of the same add: the first of two, and the carry without PARKED. */
 inline ticket_arrive()
 {
-    atomic {                                             /* abar_internal.h:273: fetch_add HALF */
+    atomic {                                             /* abar_internal.h:263: fetch_add HALF */
         ACCESS; s = state; state = (state + HALF) & SMASK; ns = state;
         if
         :: !(s & (CANC | FIN)) && PEND(s) >= 1 && STPH(s) == LO(tmp) ->
@@ -682,7 +682,7 @@ inline ticket_arrive()
               assert(arrived[gS] == GEXP(gS) && !released[gS]); /* so the phase completes here */
               compl[gS]++;
               assert(compl[gS] == 1);
-              assert(gdrops[gS] == 0);                   /* a carry finds no drop (abar_internal.h:246-249) */
+              assert(gdrops[gS] == 0);                   /* a carry finds no drop (abar_internal.h:236-239) */
               gexp[gS + 1] = GEXP(gS);
               assert(gexp[gS + 1] == expected);          /* the next phase's count is this one's */
               gS = gS + 1
@@ -692,21 +692,21 @@ inline ticket_arrive()
         fi
     };
     if
-    :: (s & (CANC | FIN)) || PEND(s) < 1 || STPH(s) != LO(tmp) -> /* arrive.c:23 */
+    :: (s & (CANC | FIN)) || PEND(s) < 1 || STPH(s) != LO(tmp) -> /* arrive.c:34 */
 #if MUTANT == 9
        skip;                                             /* bug 9: the refused add is never taken back */
 #else
-       atomic { ACCESS; state = (state - HALF) & SMASK; grefused-- }; /* arrive.c:26 */
+       atomic { ACCESS; state = (state - HALF) & SMASK; grefused-- }; /* arrive.c:37 */
 #endif
-       r = ((s & (CANC | FIN)) -> ECANCELED : EINVAL)    /* arrive.c:27 */
+       r = ((s & (CANC | FIN)) -> ECANCELED : EINVAL)    /* arrive.c:38 */
     :: else ->
        r = 0; tp = tmp;
        if
 #if MUTANT == 18
        :: PEND(s) == 1 -> publish(tp, (s & PARKED)); lst = 1 /* bug 18: every last add taken for a carry */
 #else
-       :: PEND(s) == 1 && s == MAKE(tp, 1, 0) ->         /* arrive.c:32-39: a phase that expects one */
-          atomic {                                       /* arrive.c:39: a second add carries */
+       :: PEND(s) == 1 && s == MAKE(tp, 1, 0) ->         /* arrive.c:43-50: a phase that expects one */
+          atomic {                                       /* arrive.c:50: a second add carries */
               ACCESS; ns = state; state = (state + HALF) & SMASK;
               assert(arrived[tp] == GEXP(tp) && !released[tp]);
               compl[tp]++;
@@ -719,22 +719,22 @@ inline ticket_arrive()
           publish(tp, 0);                                /* bug 19: the second add ignores PARKED */
 #else
           if
-          :: (ns & PARKED) -> atomic { ACCESS; state = state & ~PARKED } /* arrive.c:51 */
+          :: (ns & PARKED) -> atomic { ACCESS; state = state & ~PARKED } /* arrive.c:62 */
           :: else -> skip
           fi;
-          publish(tp, (ns & PARKED));                    /* arrive.c:52 */
+          publish(tp, (ns & PARKED));                    /* arrive.c:63 */
 #endif
           lst = 1
-       :: PEND(s) == 1 && !(s & HALF) && s != MAKE(tp, 1, 0) -> complete(tp, ns); lst = 1 /* arrive.c:40-44 */
-       :: PEND(s) == 1 && (s & HALF) ->                  /* arrive.c:46-52 */
+       :: PEND(s) == 1 && !(s & HALF) && s != MAKE(tp, 1, 0) -> complete(tp, ns); lst = 1 /* arrive.c:51-55 */
+       :: PEND(s) == 1 && (s & HALF) ->                  /* arrive.c:57-63 */
 #if MUTANT == 8
           publish(tp, 0);                                /* bug 8: the carry ignores PARKED */
 #else
           if
-          :: (s & PARKED) -> atomic { ACCESS; state = state & ~PARKED } /* arrive.c:51 */
+          :: (s & PARKED) -> atomic { ACCESS; state = state & ~PARKED } /* arrive.c:62 */
           :: else -> skip
           fi;
-          publish(tp, (s & PARKED));                     /* arrive.c:52 */
+          publish(tp, (s & PARKED));                     /* arrive.c:63 */
 #endif
           lst = 1
 #endif
@@ -1002,8 +1002,8 @@ treendone:
 }
 #endif
 
-/* arrive_live, arrive.c:58-105 (abar_arrive and the others reach it through
- * arrive(), arrive.c:107-115, arrive_and_wait through abar__arrive1, 132):
+/* arrive_live, arrive.c:69-116 (abar_arrive and the others reach it through
+ * arrive(), arrive.c:118-126, arrive_and_wait through abar__arrive1, 132):
  * n arrivals (a drop if drp); token in tp, r = error, lst = this call
  * completed the phase (*last). */
 inline arrive(n, drp)
@@ -1011,19 +1011,19 @@ inline arrive(n, drp)
     lst = 0;
 #if TREE
     if
-    :: (n) == 1 -> tree_arrive1(drp)                     /* arrive.c:62-63 */
+    :: (n) == 1 -> tree_arrive1(drp)                     /* arrive.c:73-74 */
     :: else -> tree_arrive_n(n)
     fi
 #else
 #if FIX_ARRIVAL_PHASE
-    atomic { ACCESS; tmp = phase };                      /* arrive.c:66: before the RMW */
+    atomic { ACCESS; tmp = phase };                      /* arrive.c:77: before the RMW */
 #endif
     if
-    :: (n) == 1 && !(drp) ->                             /* arrive.c:68 */
+    :: (n) == 1 && !(drp) ->                             /* arrive.c:79 */
 #if PAIR
-       ticket_arrive(); goto arrivedone;                 /* arrive.c:69 */
+       ticket_arrive(); goto arrivedone;                 /* arrive.c:80 */
 #endif
-       atomic {                                          /* arrive.c:74 fetch_sub */
+       atomic {                                          /* arrive.c:85 fetch_sub */
            ACCESS; s = state; state = state - 1; ns = s - 1;
            if
            :: !(s & (CANC | FIN)) && PEND(s) >= 1 ->
@@ -1033,7 +1033,7 @@ inline arrive(n, drp)
            fi
        };
        if
-       :: (s & (CANC | FIN)) || PEND(s) < 1 ->           /* arrive.c:76-82: undo (95) */
+       :: (s & (CANC | FIN)) || PEND(s) < 1 ->           /* arrive.c:87-93: undo (95) */
 #if MUTANT == 9
           skip;                                          /* bug 9: the refused arrival is never undone */
 #else
@@ -1043,18 +1043,18 @@ inline arrive(n, drp)
        :: else -> r = 0
        fi
     :: else ->
-       atomic { ACCESS; s = state };                     /* arrive.c:84 */
+       atomic { ACCESS; s = state };                     /* arrive.c:95 */
        do
-       :: (s & (CANC | FIN)) -> r = ECANCELED; break     /* arrive.c:86 */
-       :: !(s & (CANC | FIN)) && (n) > PEND(s) -> r = EINVAL; break /* arrive.c:89 */
+       :: (s & (CANC | FIN)) -> r = ECANCELED; break     /* arrive.c:97 */
+       :: !(s & (CANC | FIN)) && (n) > PEND(s) -> r = EINVAL; break /* arrive.c:100 */
 #if PAIR
-       :: !(s & (CANC | FIN)) && (n) <= PEND(s) && STPH(s) != LO(tmp) -> r = EINVAL; break /* arrive.c:93 */
+       :: !(s & (CANC | FIN)) && (n) <= PEND(s) && STPH(s) != LO(tmp) -> r = EINVAL; break /* arrive.c:104 */
        :: !(s & (CANC | FIN)) && (n) <= PEND(s) && STPH(s) == LO(tmp) ->
 #else
        :: !(s & (CANC | FIN)) && (n) <= PEND(s) ->
 #endif
-          ns = s - (n) + ((drp) -> DROP_ONE : 0);        /* arrive.c:94 */
-          atomic {                                       /* arrive.c:96 */
+          ns = s - (n) + ((drp) -> DROP_ONE : 0);        /* arrive.c:105 */
+          atomic {                                       /* arrive.c:107 */
               ACCESS;
               if
               :: state == s ->
@@ -1071,7 +1071,7 @@ inline arrive(n, drp)
     if
     :: r == 0 ->
 #if FIX_ARRIVAL_PHASE
-       tp = tmp + ((STPH(s) - tmp) & PMASK);             /* arrive.c:99, abar_internal.h:211-214: no access after the RMW */
+       tp = tmp + ((STPH(s) - tmp) & PMASK);             /* arrive.c:110, 14-17: no access after the RMW */
        assert(tp == gph);
 #else
        atomic {                                          /* before 8fb3cd8: arrival_phase read phase here */
@@ -1082,7 +1082,7 @@ inline arrive(n, drp)
 #endif
        tmp = 0; gph = 0;
        if
-       :: PEND(ns) == 0 -> complete(tp, ns); lst = 1     /* arrive.c:100-102 */
+       :: PEND(ns) == 0 -> complete(tp, ns); lst = 1     /* arrive.c:111-113 */
        :: else -> skip
        fi
     :: else -> skip
@@ -1207,7 +1207,7 @@ inline destroy()
 #define OP_ONLY   5  /* abar_arrive, no wait, then leave (last phase only) */
 
 /* How many a worker's abar_arrive counts: NARR for worker 1 with NARR
- * (abar_arrive_n, arrive.c:202), else 1. */
+ * (abar_arrive_n, arrive.c:213), else 1. */
 #define ARRN ((NARR && _pid == 1) -> NARR : 1)
 
 /* Worker 0 never drops and destroys the barrier after its last wait. */
@@ -1237,19 +1237,17 @@ active [N] proctype worker()
        :: (_pid == 2 || FULL_MENU && _pid != 0) && !(NARR && _pid == 1) -> op = OP_DROP
        :: lastph && _pid != 0 && !NO_ONLY -> op = OP_ONLY
        fi;
-       /* OP_AW is abar_arrive_and_wait: arrive_and_wait (wait.c:417-441),
+       /* OP_AW is abar_arrive_and_wait: arrive_and_wait (wait.c:355-379),
         * and on a private pair without a completion function (PAIR)
-        * pair_arrive_and_wait (wait.c:339-372), the same steps in one path:
+        * pair_arrive_and_wait (wait.c:320-353), the same steps in one path:
         * slot_push (enter), the look for destroy's mark, abar__ticket_add,
         * the first look at `phase` and the spin, pair_block (block),
-        * slot_pop (leave); on any other private barrier without a tree
-        * flat_arrive_and_wait (wait.c:382-415), the same with arrive_live's
-        * single subtraction (arrive.c:74-83) for abar__ticket_add. */
+        * slot_pop (leave). */
 #if MUTANT == 6
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
        if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:425 */
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:363 */
        :: else -> skip
        fi;
 #endif
@@ -1259,7 +1257,7 @@ active [N] proctype worker()
        :: else -> arrive(ARRN, op == OP_DROP)
        fi;
 #else
-       arrive(ARRN, op == OP_DROP);                      /* wait.c:430 / arrive.c:117, 198-212 */
+       arrive(ARRN, op == OP_DROP);                      /* wait.c:368 / arrive.c:128, 209-226 */
 #endif
 #if MUTANT == 6
        if :: op == OP_AW -> enter() :: else -> skip fi;
@@ -1275,19 +1273,19 @@ active [N] proctype worker()
           leave(); left = 1;                             /* bug 13: leaves right after its arrival */
 #endif
           if
-          :: lst -> skip                                 /* wait.c:433: we completed it */
+          :: lst -> skip                                 /* wait.c:371: we completed it */
           :: else ->
-             atomic { ACCESS; tmp = phase };             /* wait.c:436: released meanwhile? */
+             atomic { ACCESS; tmp = phase };             /* wait.c:374: released meanwhile? */
              if
 #if MUTANT == 12
              :: tmp >= tp -> tmp = 0                     /* bug 12: `phase` == tp taken as released */
 #else
-             :: tmp > tp -> tmp = 0                      /* wait.c:436 */
+             :: tmp > tp -> tmp = 0                      /* wait.c:374 */
 #endif
 #if MUTANT == 13
              :: else -> tmp = 0; wait_registered(tp, 0)  /* bug 13: then waits as abar_wait does */
 #else
-             :: else -> tmp = 0; block(tp, 0)            /* wait.c:437-438 */
+             :: else -> tmp = 0; block(tp, 0)            /* wait.c:375-376 */
 #endif
              fi
           fi;
@@ -1308,7 +1306,7 @@ active [N] proctype worker()
        :: else -> skip
        fi;
        if
-       :: op == OP_AW && !left -> leave()                /* wait.c:439 */
+       :: op == OP_AW && !left -> leave()                /* wait.c:377 */
        :: else -> skip
        fi;
        if

@@ -1,5 +1,5 @@
 #!/bin/bash
-# ab_commits.sh - the core at HEAD against another commit's, alternating six
+# ab_commits.sh - the core at HEAD against another commit's, alternating ALTS (6)
 # times, T = 1..4, abar alone (there, after
 #   ABAR_VARIANT_COMMIT=X ABAR_BENCH_VARIANTS="prev:bench/core/variants/at_commit.py" \
 #     scripts/bench_device.sh prepare
@@ -7,7 +7,7 @@
 # Prints each T's six medians (ns per phase) for abar-default (HEAD) and
 # x-prev-default (commit X), then pairlab's central and abar rows.
 cd .carry/bin || exit 1
-for r in 1 2 3 4 5 6; do
+for r in $(seq "${ALTS:-6}"); do
   timeout 60 ./abar-bench --abar-only --only lat --threads 4 --rounds 5 >> "$OUT/ab2.csv" 2>>"$OUT/err"
   timeout 60 ./abar-bench-var-prev --abar-only --only lat --threads 4 --rounds 5 >> "$OUT/ab2.csv" 2>>"$OUT/err"
 done

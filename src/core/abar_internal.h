@@ -202,16 +202,6 @@ static inline uint64_t abar__state_phase(uint64_t cur, uint64_t s)
 {
     return st_phase(s) == phase_lo(cur) ? cur : cur + 1;
 }
-/* The full phase of an arrival whose RMW saw state s, from the `phase` word
- * read just BEFORE the RMW (after it, a thread whose arrival did not complete
- * the phase may not touch the barrier: the phase may complete and a released
- * waiter free the memory).  phase ∈ {S-1, S} held at the RMW, and the read
- * came earlier, so the phase is the first at or after it with s's low bits;
- * exact unless 2^ST_PHASE_BITS phases completed between the read and the RMW. */
-static inline uint64_t abar__arrival_phase(uint64_t before, uint64_t s)
-{
-    return before + phase_lo(st_phase(s) - before);
-}
 
 /* ---- shared between the source files ------------------------------------- */
 /* The completions this thread is running, innermost first (a completion may

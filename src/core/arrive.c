@@ -5,6 +5,17 @@
 
 ABAR__TLS const struct abar__frame *abar__completing;
 
+/* The full phase of an arrival whose RMW saw state s, from the `phase` word
+ * read just BEFORE the RMW (after it, a thread whose arrival did not complete
+ * the phase may not touch the barrier: the phase may complete and a released
+ * waiter free the memory).  phase ∈ {S-1, S} held at the RMW, and the read
+ * came earlier, so the phase is the first at or after it with s's low bits;
+ * exact unless 2^ST_PHASE_BITS phases completed between the read and the RMW. */
+static inline uint64_t arrival_phase(uint64_t before, uint64_t s)
+{
+    return before + phase_lo(st_phase(s) - before);
+}
+
 /* The cases of a pair's single arrival that abar__ticket_add (abar_internal.h)
  * leaves to this function: its add (which found s) counts nothing, or
  * completes a phase that expects one, or carries over a PARKED flag.
@@ -96,7 +107,7 @@ static inline abar_token_t arrive_live(struct abar_impl *bi, uint32_t n, bool dr
         } while (!atomic_compare_exchange_weak_explicit(&bi->state, &s, ns, memory_order_acq_rel,
                                                         memory_order_relaxed));
     }
-    uint64_t p = abar__arrival_phase(before, s);
+    uint64_t p = arrival_phase(before, s);
     if (st_pending(ns) == 0) { /* the completer may: it owns the phase */
         abar__complete(bi, p, ns);
         *last = true;

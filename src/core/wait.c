@@ -279,7 +279,7 @@ int abar_wait_until(abar_t *b, abar_token_t t, const struct timespec *abstime)
     return wait_common(b, t, abstime, WAIT_BLOCK);
 }
 
-/* The rest of pair_arrive_and_wait's and flat_arrive_and_wait's wait, out of line: block() from where
+/* The rest of pair_arrive_and_wait's wait, out of line: block() from where
  * the first spin left off, then the slot back. */
 static __attribute__((noinline)) int pair_block(struct abar_impl *bi, abar_token_t t,
                                                 struct abar__hazard *h, unsigned d)
@@ -307,25 +307,6 @@ static __attribute__((noinline)) int pair_slow(struct abar_impl *bi, uint64_t be
 }
 
 static int arrive_and_wait_general(abar_t *b, bool *last);
-
-/* flat_arrive_and_wait's courses other than the usual one, out of line. */
-static __attribute__((noinline)) int flat_refused(struct abar_impl *bi, uint64_t s,
-                                                  struct abar__hazard *h, unsigned d, bool *last)
-{
-    /* Not countable: take it back, as arrive_live does (arrive.c). */
-    atomic_fetch_add_explicit(&bi->state, 1, memory_order_relaxed);
-    if (last) *last = false;
-    slot_pop(h, d);
-    return s & (ST_CANCELLED | ST_FINISHED) ? ECANCELED : EINVAL;
-}
-static __attribute__((noinline)) int flat_complete(struct abar_impl *bi, uint64_t p, uint64_t ns,
-                                                   struct abar__hazard *h, unsigned d, bool *last)
-{
-    abar__complete(bi, p, ns); /* we completed the phase: nothing to wait for */
-    if (last) *last = true;
-    slot_pop(h, d);
-    return 0;
-}
 
 /* abar_arrive_and_wait on a private pair without a completion function
  * (ABAR__TICKET): the T = 2 critical path, from a waiter seeing its
@@ -371,49 +352,6 @@ static inline __attribute__((always_inline)) int pair_arrive_and_wait(abar_t *b,
     return 0;
 }
 
-/* abar_arrive_and_wait on a private barrier that counts on its state word
- * (no arrival tree, not a ticket pair: T = 3, 4, or a pair with a
- * completion function): arrive_and_wait's steps in the same order, with
- * enter()'s hazard slot, abar__arrive1's one subtraction, the first spin
- * and leave() inline and no frame in their usual course (at T = 3, 4 a
- * released thread's way back to its next arrival is on the critical path,
- * as at T = 2).  A completion, a refused arrival and block() are calls;
- * the cases pair_arrive_and_wait leaves to the general path go there too. */
-static inline __attribute__((always_inline)) int flat_arrive_and_wait(abar_t *b, struct abar_impl *bi,
-                                                                      bool *last)
-{
-    struct abar__hazard *const h = abar__hazard_self;
-    /* relaxed: as in pair_arrive_and_wait */
-    if (h == NULL || h->depth >= ABAR__HAZARD_DEPTH || (bi->flags & ABAR_WAIT_PARK) ||
-        atomic_load_explicit(&bi->expected, memory_order_relaxed) >
-            atomic_load_explicit(&abar__ncpu_cache, memory_order_relaxed))
-        return arrive_and_wait_general(b, last);
-    const unsigned d = slot_push(h, bi);
-    if (atomic_load(&bi->inside) & ABAR__INSIDE_DEAD) { /* as enter(): seq_cst */
-        slot_pop(h, d);
-        return arrive_and_wait_general(b, last); /* it waits for the destroy's verdict */
-    }
-    const struct abar__release *const rw = rel(bi);
-    /* arrive_live's single arrival (arrive.c), the orderings argued there:
-     * `before` acquire, the subtraction acq_rel.  (It reads `ident` before
-     * its RMW; here the hazard slot keeps the barrier ours until slot_pop.) */
-    const uint64_t before = atomic_load_explicit(&rw->phase, memory_order_acquire);
-    const uint64_t s = atomic_fetch_sub_explicit(&bi->state, 1, memory_order_acq_rel);
-    if ((s & (ST_CANCELLED | ST_FINISHED)) || st_pending(s) < 1) return flat_refused(bi, s, h, d, last);
-    const uint64_t p = abar__arrival_phase(before, s);
-    if (st_pending(s - 1) == 0) return flat_complete(bi, p, s - 1, h, d, last);
-    if (last) *last = false;
-    /* lean_spin's rounds (acquire: pairs with the completer's release store) */
-    for (unsigned i = 0; i < ABAR__FIRST_POLLS; i++) {
-        if (atomic_load_explicit(&rw->phase, memory_order_acquire) > p) {
-            slot_pop(h, d);
-            return 0;
-        }
-        abar__pause();
-    }
-    return pair_block(bi, tok_make(p, bi->ident), h, d);
-}
-
 static inline __attribute__((always_inline)) int arrive_and_wait(abar_t *b, bool *last)
 {
     struct abar_impl *bi = abar__live(b);
@@ -451,13 +389,8 @@ static __attribute__((noinline)) int arrive_and_wait_general(abar_t *b, bool *la
 static inline __attribute__((always_inline)) int arrive_and_wait_any(abar_t *b, bool *last)
 {
     struct abar_impl *bi = abar__live(b);
-    if (bi) {
-        /* flags, not `leaves`, for the tree: flags stays as it is through a
-         * racing destroy (lifecycle.c), which frees and clears `leaves` */
-        const uint32_t f = bi->flags & (ABAR__TICKET | ABAR_PSHARED | ABAR__NLEAVES_MASK);
-        if (f == ABAR__TICKET) return pair_arrive_and_wait(b, bi, last);
-        if (f == 0) return flat_arrive_and_wait(b, bi, last);
-    }
+    if (bi && (bi->flags & (ABAR__TICKET | ABAR_PSHARED)) == ABAR__TICKET)
+        return pair_arrive_and_wait(b, bi, last);
     return arrive_and_wait_general(b, last);
 }
 

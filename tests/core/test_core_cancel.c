@@ -276,8 +276,8 @@ TEST(destroy_right_after_own_wait_then_free)
  * not yet back.  Destroy must say EBUSY until that thread is out; a waiter
  * that polled the unmapped page would fault.  Either thread may carry the
  * phase, and the policy varies (the pair's own path, abar_arrive_and_wait's
- * fallback when told to park).  The flat_ tests run the same with a
- * completion function, which takes the flat path instead of the pair's. */
+ * fallback when told to park).  The completion_ tests run the same with a
+ * completion function, which takes the general path instead of the pair's. */
 static abar_t *_Atomic pd_b;
 static _Atomic int pd_rc;
 static void pd_segv(int sig)
@@ -292,7 +292,7 @@ static void *pd_partner(void *arg)
 {
     (void)arg;
     /* A thread's first wait claims its hazard record (the general path);
-     * the pair's and the flat path are for the waits after it. */
+     * the pair's own path is for the waits after it. */
     abar_t one;
     CHECK_EQ(abar_init(&one, 1, NULL), 0);
     CHECK_EQ(abar_arrive_and_wait(&one), 0);
@@ -301,9 +301,9 @@ static void *pd_partner(void *arg)
     return NULL;
 }
 
-/* A completion function that does nothing: a barrier of two with one
- * takes abar_arrive_and_wait's flat path (wait.c flat_arrive_and_wait),
- * not the pair's. */
+/* A completion function that does nothing: a barrier of two with one is
+ * not a ticket pair, so abar_arrive_and_wait takes its general path, not
+ * the pair's. */
 static void noop_completion(void *arg) { (void)arg; }
 
 static void pair_destroy_while_partner_returns(abar_completion_fn *fn)
@@ -336,7 +336,7 @@ static void pair_destroy_while_partner_returns(abar_completion_fn *fn)
     printf("  (destroy said EBUSY %u times over 3000 rounds)\n", busy);
 }
 TEST(pair_destroy_while_partner_returns_is_safe) { pair_destroy_while_partner_returns(NULL); }
-TEST(flat_destroy_while_partner_returns_is_safe) { pair_destroy_while_partner_returns(noop_completion); }
+TEST(completion_pair_destroy_while_partner_returns_is_safe) { pair_destroy_while_partner_returns(noop_completion); }
 
 /* The same with the race forced: the partner arrives first and, while it
  * waits, a signal handler holds it until we have tried to destroy the
@@ -404,7 +404,7 @@ static void pair_destroy_while_partner_held(abar_completion_fn *fn)
     }
 }
 TEST(pair_destroy_while_partner_held_in_its_wait) { pair_destroy_while_partner_held(NULL); }
-TEST(flat_destroy_while_partner_held_in_its_wait) { pair_destroy_while_partner_held(noop_completion); }
+TEST(completion_pair_destroy_while_partner_held_in_its_wait) { pair_destroy_while_partner_held(noop_completion); }
 
 /* The completing arrive is still inside abar_arrive when the waiters it
  * released free the barrier: it must not touch it after its release. */
@@ -502,7 +502,7 @@ static void race_rounds(int mode)
     int delay = 0; /* dithered to where destroy meets the waiter's entry */
     uint64_t t_end = now_ns() + 2000000000u;
     for (int round = 1; now_ns() < t_end; round++) {
-        /* mode 2: a completion function, so abar_arrive_and_wait takes the flat path */
+        /* mode 2: a completion function, so abar_arrive_and_wait takes the general path */
         abar_attr_t at = { mode == 2 ? noop_completion : NULL, NULL, POLICIES[round % 3] };
         CHECK_EQ(abar_init(&race_bar, 2, &at), 0);
         if (mode == 0) race_tok = abar_arrive(&race_bar);
@@ -549,6 +549,6 @@ static void race_rounds(int mode)
 
 TEST(destroy_racing_wait_entry_never_strands_waiter) { race_rounds(0); }
 TEST(destroy_racing_pair_arrive_and_wait_entry) { race_rounds(1); }
-TEST(destroy_racing_flat_arrive_and_wait_entry) { race_rounds(2); }
+TEST(destroy_racing_completion_pair_arrive_and_wait_entry) { race_rounds(2); }
 
 int main(int argc, char **argv) { return harness_main(argc, argv); }
