@@ -11,6 +11,10 @@
  *   lat  <name> <ranks> <threads/rank> <us per phase> <ratio to MPI_Barrier>
  *   ovl  <name> <ranks> <W us> <us per iteration> <exposed us> <hidden %>
  *        <hidden vs MPI_Barrier %> <work us>
+ *   sched <name> <ranks> <threads/rank> <us per phase> <voluntary switches>
+ *        <involuntary switches> <CPU changes>, per phase, summed over every
+ *        thread of every rank (the hierarchical row run once more), then
+ *        the CPUs the threads ended on and the most threads on one of them
  * hidden % = 100 * (1 - exposed / L), exposed = iteration - work, L = the
  * method's own latency per phase with no work; hidden_vs_barrier uses
  * MPI_Barrier's latency for L.  The work is W us of dependent multiplies
@@ -20,11 +24,17 @@
  * hierarchical rows (default 2).  The p2p,test row does its W in 1 us slices
  * with an abar_mpi_test between them (progress driven by the caller).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sched_getcpu, RUSAGE_THREAD */
+#endif
 #include <abar_mpi.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static int rank, size, iters = 20000, reps = 7;
@@ -102,9 +112,21 @@ static uint64_t result;
 static void on_complete(void *arg) { (*(uint64_t *)arg)++; }
 
 struct hier_arg { int n, m; double w; };
+/* Where a hierarchical phase's time goes when threads outnumber CPUs
+ * (the `sched` rows): with `sched_diag` set, each thread of a run counts
+ * its context switches (getrusage: voluntary, as a yield or a sleep that
+ * gave the CPU away, and involuntary, preempted) and how often it found
+ * itself on another CPU than at its last phase (sched_getcpu). */
+static int sched_diag;
+static _Atomic long d_vol, d_invol, d_moves;
+static _Atomic int d_cpus[1024]; /* threads of this rank on each CPU at the end */
 static void *hier_thread(void *p)
 {
     struct hier_arg *h = p;
+    struct rusage r0, r1;
+    int cpu = sched_diag ? sched_getcpu() : 0;
+    long moves = 0;
+    if (sched_diag) getrusage(RUSAGE_THREAD, &r0);
     for (int i = 0; i < h->n; i++) {
         abar_token_t t = abar_mpi_arrive(&bars[h->m]);
         if (h->w > 0) work_us(h->w);
@@ -113,6 +135,18 @@ static void *hier_thread(void *p)
             fprintf(stderr, "rank %d: hierarchical wait: %s (arrive: %d)\n", rank, strerror(r), abar_token_error(t));
             MPI_Abort(MPI_COMM_WORLD, 5);
         }
+        if (sched_diag) {
+            const int c = sched_getcpu();
+            moves += c != cpu;
+            cpu = c;
+        }
+    }
+    if (sched_diag) {
+        getrusage(RUSAGE_THREAD, &r1);
+        atomic_fetch_add(&d_vol, r1.ru_nvcsw - r0.ru_nvcsw);
+        atomic_fetch_add(&d_invol, r1.ru_nivcsw - r0.ru_nivcsw);
+        atomic_fetch_add(&d_moves, moves);
+        if (cpu >= 0 && cpu < 1024) atomic_fetch_add(&d_cpus[cpu], 1);
     }
     return NULL;
 }
@@ -304,6 +338,29 @@ int main(int argc, char **argv)
         if (rank == 0) printf("cpu %-24s %d %8.3f %8.3f\n", mname[m], size, t_arrive / on * 1e6 - clock_ns / 1e3,
                               t_wait / on * 1e6 - clock_ns / 1e3);
     }
+    /* the hierarchical row once more, counting switches and CPU changes:
+     * per phase, summed over every thread of every rank */
+    if (rank == 0) printf("# where a hierarchical phase goes (%d threads a rank): per phase, all threads of all ranks\n"
+                          "# sched name ranks threads us_per_phase voluntary_switches involuntary_switches cpu_changes\n"
+                          "#       cpus_used most_threads_on_a_cpu (where the threads ended, one node)\n",
+                          nthreads[M_HIER]);
+    sched_diag = 1;
+    d_vol = d_invol = d_moves = 0;
+    for (int c = 0; c < 1024; c++) d_cpus[c] = 0;
+    double dt = measure(M_HIER, iters, 0);
+    sched_diag = 0;
+    long loc[3] = { d_vol, d_invol, d_moves }, tot[3];
+    MPI_Reduce(loc, tot, 3, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    int cl[1024], ct[1024], used = 0, most = 0;
+    for (int c = 0; c < 1024; c++) cl[c] = d_cpus[c];
+    MPI_Reduce(cl, ct, 1024, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD);
+    for (int c = 0; c < 1024 && rank == 0; c++) {
+        used += ct[c] > 0;
+        most = ct[c] > most ? ct[c] : most;
+    }
+    if (rank == 0)
+        printf("sched %-24s %d %d %8.3f %8.2f %8.2f %8.2f %d %d\n", mname[M_HIER], size, nthreads[M_HIER],
+               dt / iters * 1e6, (double)tot[0] / iters, (double)tot[1] / iters, (double)tot[2] / iters, used, most);
     for (int m = M_ABAR; m < M_COUNT; m++) abar_mpi_destroy(&bars[m]);
     free(samp);
     MPI_Finalize();
