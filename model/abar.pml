@@ -120,7 +120,7 @@
  * variant, should it come back),
  * FIX_CANCEL_WAKE (1, as lifecycle.c:120-123 since 8fb3cd8: abar_cancel
  * always wakes; 0: only when PARKED, finding F2),
- * FIX_CANCEL_PARK (1, as wait.c:171 since 177c88b: a parker whose look said
+ * FIX_CANCEL_PARK (1, as wait.c:176 since 177c88b: a parker whose look said
  * "pending" on a cancelled state yields instead of sleeping; 0: it parks,
  * finding F4),
  * NO_ONLY (0: 1 leaves out the plain arrive without a wait in the last
@@ -407,17 +407,17 @@ inline futex_wait(res, val, tmd)
     od
 }
 
-/* block, wait.c:84-194 (with lean_spin, wait.c:71-81): spin (unless PARK), then park.  Returns in r. */
+/* block, wait.c:89-199 (with lean_spin and first_polls, wait.c:73-85): spin (unless PARK), then park.  Returns in r. */
 inline block(tk, tmd)
 {
-    /* The spin loop, wait.c:109-153.  Its policy is a free choice each round:
-     * ABAR_WAIT_PARK skips it (wait.c:102), the default leaves it when the
+    /* The spin loop, wait.c:114-158.  Its policy is a free choice each round:
+     * ABAR_WAIT_PARK skips it (wait.c:107), the default leaves it when the
      * budget is spent (and, oversubscribed, after 4 yields per participant:
-     * any round, wait.c:144-147), ABAR_WAIT_SPIN never leaves
-     * it.  A round reads `phase` (wait.c:114; the first 128 rounds,
-     * wait.c:71-81, lean_spin, read only `phase`), then the futex word's cancel
-     * bit (wait.c:117), and looks (wait.c:119) when the bit is set or on every
-     * 1024th round (wait.c:118).  A round whose loads find phase <= tk, the
+     * any round, wait.c:149-152), ABAR_WAIT_SPIN never leaves
+     * it.  A round reads `phase` (wait.c:119; the first 128 rounds,
+     * wait.c:73-85, lean_spin, read only `phase`), then the futex word's cancel
+     * bit (wait.c:122), and looks (wait.c:124) when the bit is set or on every
+     * 1024th round (wait.c:123).  A round whose loads find phase <= tk, the
      * bit clear, and (if it looks) the token still pending changes nothing
      * but the spinner's locals; such rounds are folded into one blocking step
      * that waits until a round can see news: `phase` past tk, the bit, or
@@ -430,35 +430,35 @@ inline block(tk, tmd)
      * caught (P5) by the round's first access. */
     do
     :: atomic { ACCESS; phase > tk || (futex & FUT_CANC) || (state & (CANC | FIN)) || dead } ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:76,114 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:76,119 */
        if
        :: tmp > tk -> r = 0; goto blockdone
        :: else -> skip
        fi;
-       atomic { ACCESS; tmp = futex };                   /* wait.c:117 */
+       atomic { ACCESS; tmp = futex };                   /* wait.c:122 */
        if
-       :: skip ->                                        /* wait.c:117-118: the cancel bit, or i % 1024 == 0 */
+       :: skip ->                                        /* wait.c:122-123: the cancel bit, or i % 1024 == 0 */
           tmp = 0;
-          look(r, tk);                                   /* wait.c:119 */
+          look(r, tk);                                   /* wait.c:124 */
           if :: !PENDING(r) -> goto blockdone :: else -> skip fi
        :: !(tmp & FUT_CANC) -> tmp = 0                   /* no bit, not a 1024th round */
        fi
-    :: tmd ->                                            /* wait.c:126-129: deadline, one more look */
+    :: tmd ->                                            /* wait.c:131-134: deadline, one more look */
        look(r, tk);
        r = (PENDING(r) -> ETIMEDOUT : r);
        goto blockdone
-    :: break                                             /* wait.c:102,147: park */
+    :: break                                             /* wait.c:107,152: park */
     od;
-    /* The park loop, wait.c:163-193. */
+    /* The park loop, wait.c:168-198. */
     do
-    :: atomic { ACCESS; v = futex };                     /* wait.c:168: the word before the look */
-       look(r, tk);                                      /* wait.c:169 */
+    :: atomic { ACCESS; v = futex };                     /* wait.c:173: the word before the look */
+       look(r, tk);                                      /* wait.c:174 */
        if :: !PENDING(r) -> goto blockdone :: else -> skip fi;
-       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:170 */
+       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:175 */
        if
-       :: r == EBUSY -> goto parkagain                   /* wait.c:171-173: yield */
+       :: r == EBUSY -> goto parkagain                   /* wait.c:176-178: yield */
 #if FIX_CANCEL_PARK
-       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:171-173: cancelled, looked complete: yield */
+       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:176-178: cancelled, looked complete: yield */
 #endif
        :: else -> skip
        fi;
@@ -466,7 +466,7 @@ inline block(tk, tmd)
        /* bug 2: sleep without announcing PARKED */
 #else
        if
-       :: !(s & PARKED) ->                               /* wait.c:175-182 */
+       :: !(s & PARKED) ->                               /* wait.c:180-187 */
           atomic {
               ACCESS;
               if
@@ -478,11 +478,11 @@ inline block(tk, tmd)
        :: else -> skip
        fi;
 #endif
-       futex_wait(r, v, tmd);                            /* wait.c:186 */
+       futex_wait(r, v, tmd);                            /* wait.c:191 */
        if
        :: r == ETIMEDOUT ->
-          look(r, tk);                                   /* wait.c:189 */
-          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:190 */
+          look(r, tk);                                   /* wait.c:194 */
+          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:195 */
           goto blockdone
        :: else -> skip
        fi;
@@ -493,7 +493,7 @@ blockdone:
     cur = 0; s = 0; ok = 0; tmp = 0; v = 0
 }
 
-/* enter, wait.c:203-224: announce, then wait out a destroy's mark.
+/* enter, wait.c:208-229: announce, then wait out a destroy's mark.
  *
  * The hazard-slot fences (hazard.c:11-21).  The C orders the slot store
  * before the waiter's next loads with a "light" fence (abar_internal.h:337,
@@ -518,18 +518,18 @@ blockdone:
 inline enter()
 {
 #if PSHARED
-    atomic { ACCESS; inside++ };                         /* wait.c:211 */
+    atomic { ACCESS; inside++ };                         /* wait.c:216 */
 #else
     atomic { ACCESS; slot[_pid] = 1 };                   /* abar_internal.h:336, light fence 337 */
 #endif
     entered = 1;
     do
-    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:216 */
-    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:217: destroyed */
+    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:221 */
+    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:222: destroyed */
        entered = 0; break
     od;
     if
-    :: !entered ->                                       /* wait.c:218 leave */
+    :: !entered ->                                       /* wait.c:223 leave */
 #if PSHARED
        atomic { inside-- }
 #else
@@ -539,24 +539,24 @@ inline enter()
     fi
 }
 
-/* leave, wait.c:228-236: after it this thread touches the barrier no more. */
+/* leave, wait.c:233-241: after it this thread touches the barrier no more. */
 inline leave()
 {
 #if PSHARED
-    atomic { ACCESS; inside-- }                          /* wait.c:231 */
+    atomic { ACCESS; inside-- }                          /* wait.c:236 */
 #else
     atomic { ACCESS; slot[_pid] = 0 }                    /* abar_internal.h:346 */
 #endif
 }
 
-/* wait_registered, wait.c:239-246 (the caller, wait_common, found the token
- * not yet complete on the release words, wait.c:256). */
+/* wait_registered, wait.c:244-251 (the caller, wait_common, found the token
+ * not yet complete on the release words, wait.c:261). */
 inline wait_registered(tk, tmd)
 {
-    enter();                                             /* wait.c:242 */
+    enter();                                             /* wait.c:247 */
     assert(entered);                                     /* no destroy races these waits */
-    block(tk, tmd);                                      /* wait.c:243 */
-    leave()                                              /* wait.c:244 */
+    block(tk, tmd);                                      /* wait.c:248 */
+    leave()                                              /* wait.c:249 */
 }
 
 /* What a returned wait may say (P1, P4). */
@@ -1184,7 +1184,7 @@ inline destroy()
           /* lifecycle.c:96-97: the heavy fence (see enter), then the
            * hazard slots (hazard.c:108-115, read as one step: a slot
            * set after the scan passed it belongs to a waiter that then
-           * sees the mark, wait.c:216) */
+           * sees the mark, wait.c:221) */
           atomic { ACCESS; i = 0; do :: i < NPROC && !slot[i] -> i++ :: else -> break od };
           if
           :: i < NPROC -> atomic { ACCESS; inside = inside & ~INSIDE_DEAD }; r = EBUSY /* lifecycle.c:97-99 */
@@ -1239,7 +1239,7 @@ active [N] proctype worker()
        fi;
        /* OP_AW is abar_arrive_and_wait: arrive_and_wait (wait.c:355-379),
         * and on a private pair without a completion function (PAIR)
-        * pair_arrive_and_wait (wait.c:320-353), the same steps in one path:
+        * pair_arrive_and_wait (wait.c:325-353), the same steps in one path:
         * slot_push (enter), the look for destroy's mark, abar__ticket_add,
         * the first look at `phase` and the spin, pair_block (block),
         * slot_pop (leave). */
@@ -1291,11 +1291,11 @@ active [N] proctype worker()
           fi;
           check_wait(tp, r, 0)
        :: r == 0 && (op == OP_SPLIT || op == OP_TIMED) ->
-          do                                             /* wait_common, wait.c:248-268 */
-          :: atomic { ACCESS; tmp = phase };             /* wait.c:256 */
+          do                                             /* wait_common, wait.c:253-273 */
+          :: atomic { ACCESS; tmp = phase };             /* wait.c:261 */
              if
              :: tp < tmp -> r = 0; tmp = 0
-             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:267 */
+             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:272 */
              fi;
              check_wait(tp, r, timed);
              if
@@ -1351,7 +1351,7 @@ active proctype canceller()
 #endif
 
 #if OBSERVER
-/* A non-participant: abar_current, then abar_wait (lifecycle.c:136-144, then wait.c:248-270). */
+/* A non-participant: abar_current, then abar_wait (lifecycle.c:136-144, then wait.c:253-275). */
 active proctype observer()
 {
     byte tp, cur, ph1, ph2, gsr, gtr, tmp, i, v;
@@ -1366,10 +1366,10 @@ active proctype observer()
     fi;
     if
     :: r == 0 && tp < NPH ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:256 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:261 */
        if
        :: tp < tmp -> r = 0; tmp = 0
-       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:267 */
+       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:272 */
        fi;
        check_wait(tp, r, 0)
     :: else -> skip

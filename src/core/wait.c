@@ -67,16 +67,21 @@ static inline bool oversubscribed_by(const struct abar_impl *b)
  * with nothing else between seeing it and returning (a cancel is seen by
  * block()'s loop, at most this many rounds later).  Not for timed waits
  * (their deadline is checked from the first round), waiters told to park,
- * or an oversubscribed barrier.  True if the phase was released. */
-static inline bool lean_spin(const struct abar_impl *b, abar_token_t t)
+ * or an oversubscribed barrier.  True if the phase was released.
+ * first_polls is its rounds alone (pair_arrive_and_wait has made the
+ * checks). */
+static inline bool first_polls(const struct abar__release *rw, abar_token_t t)
 {
-    if ((b->flags & ABAR_WAIT_PARK) || oversubscribed_by(b)) return false;
-    const struct abar__release *rw = rel((struct abar_impl *)b);
     for (unsigned i = 0; i < ABAR__FIRST_POLLS; i++) {
         if (released(rw, t)) return true;
         abar__pause();
     }
     return false;
+}
+static inline bool lean_spin(const struct abar_impl *b, abar_token_t t)
+{
+    if ((b->flags & ABAR_WAIT_PARK) || oversubscribed_by(b)) return false;
+    return first_polls(rel((struct abar_impl *)b), t);
 }
 
 /* Blocks until phase t.raw completes (registered in `inside` by the caller),
@@ -336,16 +341,11 @@ static inline __attribute__((always_inline)) int pair_arrive_and_wait(abar_t *b,
     if (last) *last = k == ABAR__TICKET_CARRIED;
     if (k == ABAR__TICKET_FIRST) {
         /* lean_spin's rounds on the pair's release word, looked at first (the
-         * release may have come while we added).  acquire: pairs with the
-         * completer's release store. */
-        for (unsigned i = 0; i < ABAR__FIRST_POLLS; i++) {
-            if (atomic_load_explicit(&bi->pair.phase, memory_order_acquire) > before) {
-                slot_pop(h, d);
-                return 0;
-            }
-            abar__pause();
-        }
-        return pair_block(bi, tok_make(before, bi->ident), h, d);
+         * release may have come while we added) */
+        const abar_token_t t = tok_make(before, bi->ident);
+        if (!first_polls(&bi->pair, t)) return pair_block(bi, t, h, d);
+        slot_pop(h, d);
+        return 0;
     }
     if (k == ABAR__TICKET_OTHER) return pair_slow(bi, before, s, h, d, last);
     slot_pop(h, d); /* we carried the phase: nothing to wait for */

@@ -89,6 +89,17 @@ static inline void await_pending(abar_t *b, uint32_t n)
 
 static inline bool tok_ok(abar_token_t t) { return abar_token_error(t) == 0; }
 
+/* A thread's first wait claims its hazard record (the general path); a
+ * pair's own path (wait.c pair_arrive_and_wait) serves the waits after it.
+ * A wait on a barrier of one, for a thread that must take that path. */
+static inline void claim_hazard_record(void)
+{
+    abar_t one;
+    CHECK_EQ(abar_init(&one, 1, NULL), 0);
+    CHECK_EQ(abar_arrive_and_wait(&one), 0);
+    CHECK_EQ(abar_destroy(&one), 0);
+}
+
 static inline bool same_token(abar_token_t a, abar_token_t b) { return a.raw == b.raw && a.id == b.id; }
 
 /* A thread that makes one blocking call on a barrier. */

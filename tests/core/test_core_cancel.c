@@ -291,12 +291,7 @@ static void pd_segv(int sig)
 static void *pd_partner(void *arg)
 {
     (void)arg;
-    /* A thread's first wait claims its hazard record (the general path);
-     * the pair's own path is for the waits after it. */
-    abar_t one;
-    CHECK_EQ(abar_init(&one, 1, NULL), 0);
-    CHECK_EQ(abar_arrive_and_wait(&one), 0);
-    CHECK_EQ(abar_destroy(&one), 0);
+    claim_hazard_record();
     atomic_store(&pd_rc, abar_arrive_and_wait(atomic_load(&pd_b)));
     return NULL;
 }
@@ -471,11 +466,7 @@ static _Atomic int race_go, race_ready, race_go2, race_ret, race_mode;
 static void *race_waiter(void *arg)
 {
     (void)arg;
-    /* the hazard record, claimed by a first wait (the pair's path needs it) */
-    abar_t one;
-    CHECK_EQ(abar_init(&one, 1, NULL), 0);
-    CHECK_EQ(abar_arrive_and_wait(&one), 0);
-    CHECK_EQ(abar_destroy(&one), 0);
+    claim_hazard_record(); /* the pair's path needs it */
     for (int round = 1;; round++) {
         int g;
         while ((g = atomic_load(&race_go)) < round) {

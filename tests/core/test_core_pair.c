@@ -203,10 +203,7 @@ static _Atomic int pk_done, pk_ret;
 static void *pk_first(void *arg)
 {
     (void)arg;
-    abar_t one;
-    CHECK_EQ(abar_init(&one, 1, NULL), 0);
-    CHECK_EQ(abar_arrive_and_wait(&one), 0); /* claims the hazard record */
-    CHECK_EQ(abar_destroy(&one), 0);
+    claim_hazard_record();
     atomic_store(&pk_ret, abar_arrive_and_wait(&pk_bar));
     atomic_store(&pk_done, 1);
     return NULL;
