@@ -456,8 +456,9 @@ TEST(spin_budget_env_override)
  * woken less than 800 µs after it parked doubles the budget of later waits,
  * up to 16 times the base (800 µs); one woken later resets it.
  *
- * The rule is driven through abar__spin_parking / abar__spin_learn on this
- * thread (what block() and abar__publish call), so that a loaded machine,
+ * The rule is driven through abar__spin_learn on this thread (what
+ * abar__publish calls), with `parked_at` set as abar__spin_parking sets it
+ * (when block() parks), so that a loaded machine,
  * which can hold a waiter's release back for milliseconds, cannot break a
  * run of short parks: the clock readings around each call bound the one
  * abar__spin_learn made, and a step whose bounds straddle 800 µs (this
