@@ -58,6 +58,12 @@
  *       counts itself with a relaxed atom; the last by the count waits on
  *       that mbarrier (acquire), completion, reset, release as H7
  *   K   H7 with atom.release, and fence.acq_rel by the last arrival only
+ *   W1  E's arrival, the wait polling mbarrier.test_wait (never suspended)
+ *       instead of the try_wait loop
+ *   W2  the plain barrier, waiting as W1
+ *   V   F2, and the lanes of a warp whose lane completed the phase skip
+ *       the wait (a vote over the active lanes, then __syncwarp, which
+ *       orders the completer's writes before the others' later reads)
  */
 #include <abar_cuda.h>
 #include "util.cuh"
@@ -74,7 +80,7 @@ struct count_completion {
 __device__ void lab_count(void *arg) { (*(int *)arg)++; }
 ABAR_CUDA_CBAR_DEFINE(lab_bar, lab_count);
 
-enum { L_LIBCU, L_PLAIN, L_A, L_B, L_C, L_D, L_E, L_A2, L_A3, L_A4, L_H, L_H2, L_H3, L_H4, L_H5, L_H6, L_H7, L_H8, L_H9, L_P, L_P2, L_Q, L_R, L_F1, L_F2, L_F3, L_F4, L_G1, L_G2, L_G3, L_N2, L_M, L_K, L_N };
+enum { L_LIBCU, L_PLAIN, L_A, L_B, L_C, L_D, L_E, L_A2, L_A3, L_A4, L_H, L_H2, L_H3, L_H4, L_H5, L_H6, L_H7, L_H8, L_H9, L_P, L_P2, L_Q, L_R, L_F1, L_F2, L_F3, L_F4, L_G1, L_G2, L_G3, L_N2, L_M, L_K, L_W1, L_W2, L_V, L_N };
 static const char *lname[L_N] = {
     "cuda::barrier<block, F> arrive_and_wait", "plain abar_cuda_bar (no completion)",
     "A per-thread noComplete arrivals", "B A + __syncwarp before the wait",
@@ -106,6 +112,9 @@ static const char *lname[L_N] = {
     "N noComplete election on an mbarrier of T + 1, the last completes it and waits its parity (acquire), release on a count-1 mbarrier",
     "M release arrive on an mbarrier of T + relaxed atom count, the last waits that mbarrier (acquire)",
     "K H7 with atom.release.cta, fence.acq_rel.cta by the last only",
+    "W1 E, the wait polling test_wait (no suspend)",
+    "W2 plain abar_cuda_bar, the wait polling test_wait (no suspend)",
+    "V F2, a warp whose lane completed the phase skips the wait (vote + __syncwarp)",
 };
 struct lab_s { unsigned long long rel; unsigned cnt, expected, phase, drops; };
 struct lab_n { unsigned long long elect, rel; unsigned cnt, phase; };
@@ -134,8 +143,8 @@ __global__ void k_lab(int iters, int *sink)
         counter = 0;
         phase = 0;
         if (D == L_LIBCU) init(lb, T, count_completion{&counter});
-        if (D == L_PLAIN) abar_cuda_init(&pb, T);
-        if (D == L_E) lab_bar_init(&tb, T, &counter);
+        if (D == L_PLAIN || D == L_W2) abar_cuda_init(&pb, T);
+        if (D == L_E || D == L_W1) lab_bar_init(&tb, T, &counter);
         cnt = D == L_H3 ? T : 0;
         expected_w = T;
         ls.cnt = 0; ls.expected = T; ls.phase = (D == L_Q || D >= L_F1) && D != L_F2 && D != L_K ? T : 0; ls.drops = 0;
@@ -161,6 +170,14 @@ __global__ void k_lab(int iters, int *sink)
             abar_cuda_arrive_and_wait(&pb);
         } else if (D == L_E) {
             lab_bar_arrive_and_wait(&tb);
+        } else if (D == L_W1) {
+            const abar_cuda_token_t t = lab_bar_arrive(&tb);
+            const unsigned a = abar_cuda__smem(&tb.cb.mbar);
+            while (!abar_cuda_ptx_mbarrier_test_wait_parity(a, (unsigned)t.raw & 1)) {}
+        } else if (D == L_W2) {
+            const abar_cuda_token_t t = abar_cuda_arrive(&pb);
+            const unsigned a = abar_cuda__smem(&pb.mbar);
+            while (!abar_cuda_ptx_mbarrier_test_wait(a, t.raw)) {}
         } else if (D == L_A2 || D == L_A3 || D == L_A4) {
             unsigned ph = *(volatile unsigned *)&phase;
             unsigned long long st = abar_cuda_ptx_mbarrier_arrive_nocomplete(addr, 1);
@@ -229,18 +246,25 @@ __global__ void k_lab(int iters, int *sink)
                 (void)abar_cuda_ptx_mbarrier_arrive1(raddr);
             }
             abar_cuda_ptx_mbarrier_wait_parity_loop(raddr, ph & 1);
-        } else if (D == L_H7 || D == L_F2) {
+        } else if (D == L_H7 || D == L_F2 || D == L_V) {
             unsigned ra = abar_cuda__smem(&ls.rel);
             unsigned ph = *(volatile unsigned *)&ls.phase;
             unsigned e = *(volatile unsigned *)&ls.expected;
             void *a = *(void *const volatile *)&ls_arg;
             unsigned old = abar_cuda__atom_add_acq_rel_cta(abar_cuda__smem(&ls.cnt), 1);
             if (old + 1 == e) {
-                if (D == L_F2) lab_count(a); /* the completion first */
+                if (D != L_H7) lab_count(a); /* the completion first */
                 *(volatile unsigned *)&ls.cnt = 0;
                 *(volatile unsigned *)&ls.phase = ph + 1;
                 if (D == L_H7) lab_count(a);
                 (void)abar_cuda_ptx_mbarrier_arrive1(ra);
+            }
+            if (D == L_V) {
+                const unsigned mask = __activemask();
+                if (__any_sync(mask, old + 1 == e)) {
+                    __syncwarp(mask);
+                    continue;
+                }
             }
             abar_cuda_ptx_mbarrier_wait_parity_loop(ra, ph & 1);
         } else if (D == L_Q || D == L_F1 || D == L_F3 || D == L_F4) {
@@ -432,7 +456,7 @@ __global__ void k_lab(int iters, int *sink)
         }
     }
     __syncthreads();
-    if (D != L_PLAIN && threadIdx.x == 0 && counter != iters) *sink = counter + 1;
+    if (D != L_PLAIN && D != L_W2 && threadIdx.x == 0 && counter != iters) *sink = counter + 1;
 }
 
 static const int threads_list[] = {32, 64, 128, 256, 512, 1024};
@@ -452,7 +476,8 @@ int main(void)
                                    k_lab<12>, k_lab<13>, k_lab<14>, k_lab<15>,
                                    k_lab<16>, k_lab<17>, k_lab<18>, k_lab<19>, k_lab<20>, k_lab<21>, k_lab<22>,
                                    k_lab<23>, k_lab<24>, k_lab<25>, k_lab<26>,
-                                   k_lab<27>, k_lab<28>, k_lab<29>, k_lab<30>, k_lab<31>, k_lab<32>};
+                                   k_lab<27>, k_lab<28>, k_lab<29>, k_lab<30>, k_lab<31>, k_lab<32>,
+                                   k_lab<33>, k_lab<34>, k_lab<35>};
     const int iters = 20000;
     static double res[L_N][6];
     for (int d = 0; d < L_N; d++) {
