@@ -3,7 +3,7 @@
  * MPI_Ibarrier + MPI_Wait, hierarchical mode, and the overlap of a phase with
  * W microseconds of computation between arrive and wait.
  *
- *   mpiexec -n 2 ./abar_mpi_bench [--quick] [--iters N] [--reps R] [--threads T]
+ *   mpiexec -n 2 ./abar_mpi_bench [--quick] [--iters N] [--reps R] [--threads T] [--fresh-threads]
  *
  * Every measurement is repeated R times, interleaved with the others so a
  * noisy moment hits them all; the median of the R runs is reported (the slowest
@@ -21,7 +21,8 @@
  * (work_us: no clock read inside it), and `work` is what the same loop of
  * work alone took, measured between the runs of each row (as OSU's
  * overlap benchmarks measure their compute time).  --threads T: threads per rank of the
- * hierarchical rows (default 2).  The p2p,test row does its W in 1 us slices
+ * hierarchical rows (default 2), created once and kept for all their runs;
+ * --fresh-threads creates them anew for every run instead.  The p2p,test row does its W in 1 us slices
  * with an abar_mpi_test between them (progress driven by the caller).
  */
 #ifndef _GNU_SOURCE
@@ -151,6 +152,69 @@ static void *hier_thread(void *p)
     return NULL;
 }
 
+/* The hierarchical rows' other threads: created once per rank and kept for
+ * every run of those rows, as an application keeps its team.  A run of 2000
+ * phases lasts about 16 ms; threads created anew for each run (--fresh-threads)
+ * measure how the scheduler first places them, and unbound on an
+ * oversubscribed node it took it 0.2 s and more to spread them over the CPUs
+ * (docs/mpi.md).  Between runs they sleep on a condition variable. */
+static int fresh_threads;
+static struct {
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    unsigned gen, busy;
+    int stop, n;
+    struct hier_arg h;
+    pthread_t th[64];
+} crew = { .mu = PTHREAD_MUTEX_INITIALIZER, .go = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER };
+
+static void *crew_thread(void *unused)
+{
+    (void)unused;
+    unsigned seen = 0;
+    pthread_mutex_lock(&crew.mu);
+    for (;;) {
+        while (crew.gen == seen && !crew.stop) pthread_cond_wait(&crew.go, &crew.mu);
+        if (crew.stop) break;
+        seen = crew.gen;
+        struct hier_arg h = crew.h;
+        pthread_mutex_unlock(&crew.mu);
+        hier_thread(&h);
+        pthread_mutex_lock(&crew.mu);
+        if (--crew.busy == 0) pthread_cond_signal(&crew.done);
+    }
+    pthread_mutex_unlock(&crew.mu);
+    return NULL;
+}
+static void crew_start(int n)
+{
+    crew.n = n;
+    for (int k = 0; k < n; k++)
+        if (pthread_create(&crew.th[k], NULL, crew_thread, NULL) != 0) MPI_Abort(MPI_COMM_WORLD, 7);
+}
+/* One run: every crew thread and this one run h's phases. */
+static void crew_run(struct hier_arg h)
+{
+    pthread_mutex_lock(&crew.mu);
+    crew.h = h;
+    crew.busy = (unsigned)crew.n;
+    crew.gen++;
+    pthread_cond_broadcast(&crew.go);
+    pthread_mutex_unlock(&crew.mu);
+    hier_thread(&h);
+    pthread_mutex_lock(&crew.mu);
+    while (crew.busy) pthread_cond_wait(&crew.done, &crew.mu);
+    pthread_mutex_unlock(&crew.mu);
+}
+static void crew_stop(void)
+{
+    pthread_mutex_lock(&crew.mu);
+    crew.stop = 1;
+    pthread_cond_broadcast(&crew.go);
+    pthread_mutex_unlock(&crew.mu);
+    for (int k = 0; k < crew.n; k++) pthread_join(crew.th[k], NULL);
+}
+
 /* Seconds for n runs of the work alone (the slowest rank's). */
 static double measure_work(int n, double w)
 {
@@ -184,11 +248,15 @@ static double measure(int m, int n, double w)
         break;
     case M_HIER:
     case M_HIER_P2P: {
-        pthread_t th[64];
         struct hier_arg h = { n, m, w };
-        for (int k = 1; k < nthreads[m]; k++) pthread_create(&th[k], NULL, hier_thread, &h);
-        hier_thread(&h);
-        for (int k = 1; k < nthreads[m]; k++) pthread_join(th[k], NULL);
+        if (fresh_threads) {
+            pthread_t th[64];
+            for (int k = 1; k < nthreads[m]; k++) pthread_create(&th[k], NULL, hier_thread, &h);
+            hier_thread(&h);
+            for (int k = 1; k < nthreads[m]; k++) pthread_join(th[k], NULL);
+        } else {
+            crew_run(h);
+        }
         break;
     }
     case M_ABAR_TEST:
@@ -233,6 +301,7 @@ int main(int argc, char **argv)
             reps = atoi(argv[++i]);
             reps = reps < 1 ? 1 : reps > 64 ? 64 : reps;
         }
+        else if (!strcmp(argv[i], "--fresh-threads")) fresh_threads = 1;
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
             int t = atoi(argv[++i]);
             nthreads[M_HIER] = nthreads[M_HIER_P2P] = t < 2 ? 2 : t > 64 ? 64 : t;
@@ -274,6 +343,7 @@ int main(int argc, char **argv)
     a[M_HIER_P2P].flags = ABAR_MPI_P2P;
     for (int m = M_ABAR; m < M_COUNT; m++)
         if (abar_mpi_init(&bars[m], MPI_COMM_WORLD, &a[m]) != 0) MPI_Abort(MPI_COMM_WORLD, 3);
+    if (!fresh_threads) crew_start(nthreads[M_HIER] - 1);
 
     /* warm up every path */
     for (int m = 0; m < M_COUNT; m++) measure(m, iters / 10 + 1, 0);
@@ -361,6 +431,7 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("sched %-24s %d %d %8.3f %8.2f %8.2f %8.2f %d %d\n", mname[M_HIER], size, nthreads[M_HIER],
                dt / iters * 1e6, (double)tot[0] / iters, (double)tot[1] / iters, (double)tot[2] / iters, used, most);
+    if (!fresh_threads) crew_stop();
     for (int m = M_ABAR; m < M_COUNT; m++) abar_mpi_destroy(&bars[m]);
     free(samp);
     MPI_Finalize();
