@@ -4,6 +4,7 @@
  * W microseconds of computation between arrive and wait.
  *
  *   mpiexec -n 2 ./abar_mpi_bench [--quick] [--iters N] [--reps R] [--threads T] [--fresh-threads]
+ *                                 [--settle S]
  *
  * Every measurement is repeated R times, interleaved with the others so a
  * noisy moment hits them all; the median of the R runs is reported (the slowest
@@ -22,7 +23,10 @@
  * work alone took, measured between the runs of each row (as OSU's
  * overlap benchmarks measure their compute time).  --threads T: threads per rank of the
  * hierarchical rows (default 2), created once and kept for all their runs;
- * --fresh-threads creates them anew for every run instead.  The p2p,test row does its W in 1 us slices
+ * --fresh-threads creates them anew for every run instead.  --settle S: the
+ * kept team's latency and sched runs first run S phases untimed (the
+ * scheduler needs some 0.2 s to spread unbound threads over the CPUs of an
+ * oversubscribed node: docs/mpi.md).  The p2p,test row does its W in 1 us slices
  * with an abar_mpi_test between them (progress driven by the caller).
  */
 #ifndef _GNU_SOURCE
@@ -112,7 +116,11 @@ static abar_mpi_t bars[M_COUNT];
 static uint64_t result;
 static void on_complete(void *arg) { (*(uint64_t *)arg)++; }
 
-struct hier_arg { int n, m; double w; };
+/* A run of n phases of method m with w us of work, the first `skip` of them
+ * untimed (--settle); `lead`: the thread that notes when the timed ones begin. */
+struct hier_arg { int n, m; double w; int skip, lead; };
+static int settle;        /* --settle N: untimed phases before a kept team's latency runs */
+static double t_settled;  /* when the lead thread began the timed phases */
 /* Where a hierarchical phase's time goes when threads outnumber CPUs
  * (the `sched` rows): with `sched_diag` set, each thread of a run counts
  * its context switches (getrusage: voluntary, as a yield or a sleep that
@@ -125,10 +133,16 @@ static void *hier_thread(void *p)
 {
     struct hier_arg *h = p;
     struct rusage r0, r1;
-    int cpu = sched_diag ? sched_getcpu() : 0;
+    int cpu = 0;
     long moves = 0;
-    if (sched_diag) getrusage(RUSAGE_THREAD, &r0);
     for (int i = 0; i < h->n; i++) {
+        if (i == h->skip) { /* the timed phases begin */
+            if (h->lead) t_settled = now();
+            if (sched_diag) {
+                getrusage(RUSAGE_THREAD, &r0);
+                cpu = sched_getcpu();
+            }
+        }
         abar_token_t t = abar_mpi_arrive(&bars[h->m]);
         if (h->w > 0) work_us(h->w);
         int r = abar_mpi_wait(&bars[h->m], t);
@@ -136,7 +150,7 @@ static void *hier_thread(void *p)
             fprintf(stderr, "rank %d: hierarchical wait: %s (arrive: %d)\n", rank, strerror(r), abar_token_error(t));
             MPI_Abort(MPI_COMM_WORLD, 5);
         }
-        if (sched_diag) {
+        if (sched_diag && i >= h->skip) {
             const int c = sched_getcpu();
             moves += c != cpu;
             cpu = c;
@@ -197,6 +211,7 @@ static void crew_run(struct hier_arg h)
 {
     pthread_mutex_lock(&crew.mu);
     crew.h = h;
+    crew.h.lead = 0;
     crew.busy = (unsigned)crew.n;
     crew.gen++;
     pthread_cond_broadcast(&crew.go);
@@ -248,15 +263,21 @@ static double measure(int m, int n, double w)
         break;
     case M_HIER:
     case M_HIER_P2P: {
-        struct hier_arg h = { n, m, w };
+        /* the latency and sched rows of a kept team first run `settle`
+         * untimed phases (docs/mpi.md) */
+        const int skip = settle && w == 0 && !fresh_threads ? settle : 0;
+        struct hier_arg h = { n + skip, m, w, skip, 1 };
         if (fresh_threads) {
             pthread_t th[64];
-            for (int k = 1; k < nthreads[m]; k++) pthread_create(&th[k], NULL, hier_thread, &h);
+            struct hier_arg other = h;
+            other.lead = 0;
+            for (int k = 1; k < nthreads[m]; k++) pthread_create(&th[k], NULL, hier_thread, &other);
             hier_thread(&h);
             for (int k = 1; k < nthreads[m]; k++) pthread_join(th[k], NULL);
         } else {
             crew_run(h);
         }
+        if (skip) t0 = t_settled;
         break;
     }
     case M_ABAR_TEST:
@@ -302,6 +323,7 @@ int main(int argc, char **argv)
             reps = reps < 1 ? 1 : reps > 64 ? 64 : reps;
         }
         else if (!strcmp(argv[i], "--fresh-threads")) fresh_threads = 1;
+        else if (!strcmp(argv[i], "--settle") && i + 1 < argc) settle = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
             int t = atoi(argv[++i]);
             nthreads[M_HIER] = nthreads[M_HIER_P2P] = t < 2 ? 2 : t > 64 ? 64 : t;

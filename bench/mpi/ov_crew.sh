@@ -5,7 +5,9 @@
 # each run (--fresh-threads: how the rows were measured before; see
 # docs/mpi.md); 8 x 4 also bound to each rank's share of the CPUs
 # (--bind-to core --map-by slot:PE=2), and 4 x 2 (not oversubscribed)
-# for issue 16's 1.5x row.  ROUNDS rounds (default 3), each
+# for issue 16's 1.5x row.  SETTLE=S: the kept teams' latency runs first
+# run S untimed phases (bench_mpi.c --settle).  CONFIGS: which of the
+# configurations (default all).  ROUNDS rounds (default 3), each
 # configuration in turn; each line: MPI_Barrier us and ratio | the
 # hierarchical row's us and ratio | the sched row (bench_mpi.c).
 # Staged as device_run.sh is (DIR/debs, DIR/bin); results: docs/mpi.md.
@@ -15,10 +17,10 @@ OUT=${1:-/tmp/out}; mkdir -p "$OUT/raw"
 . "$D/ompi_env.sh"
 echo "# host: $(nproc) CPUs $(uname -r)"
 for rep in $(seq 1 "${ROUNDS:-3}"); do
-  for cfg in "8 4 none kept" "8 4 none fresh" "8 4 core kept" "16 2 none kept" "16 2 none fresh" "4 2 none kept"; do
-    set -- $cfg
+  for cfg in ${CONFIGS:-8x4-none-kept 8x4-none-fresh 8x4-core-kept 16x2-none-kept 16x2-none-fresh 4x2-none-kept}; do
+    set -- $(echo "$cfg" | tr 'x-' '  ')
     if [ "$3" = core ]; then bind="--bind-to core --map-by slot:PE=$((16 / $1))"; else bind="--bind-to none"; fi
-    ft=; [ "$4" = fresh ] && ft=--fresh-threads
+    ft=${SETTLE:+--settle $SETTLE}; [ "$4" = fresh ] && ft=--fresh-threads
     f=$OUT/raw/r$rep-np$1x$2-$3-$4.txt
     timeout 60 orterun --allow-run-as-root $bind -n "$1" "$D/bin/abar_mpi_bench" --iters 2000 --reps 3 \
       --threads "$2" $ft > "$f" 2>&1
