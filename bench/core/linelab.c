@@ -28,6 +28,7 @@
 #define _GNU_SOURCE
 #include "abar.h"
 #include "common.h" /* now_ns, cpu_relax, cmp_double, pin_cpu (bench/common) */
+#include "lab.h"    /* lab_args, lab_run */
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -96,8 +97,6 @@ static const char *names[NV] = { "tl-pair", "tl-apart", "abar-blk0", "abar-blk64
 #define ABAR64_OFF (4096 + 512 + 64)
 
 static int variant;
-static uint64_t iters;
-static pthread_barrier_t start;
 static int cpus[TMAX];
 
 static void step(unsigned tid)
@@ -114,19 +113,9 @@ static void step(unsigned tid)
     }
 }
 
-static void *run(void *arg)
-{
-    const unsigned tid = (unsigned)(intptr_t)arg;
-    pin_cpu(cpus[tid]);
-    pthread_barrier_wait(&start);
-    for (uint64_t i = 0; i < iters; i++) step(tid);
-    return NULL;
-}
-
 static double measure(int v, uint64_t n)
 {
     variant = v;
-    iters = n;
     memset(R, 0, 8192);
     atomic_store(at32(0), T);
     const size_t stride = v == V_LV_APART ? 128 : 64;
@@ -136,42 +125,18 @@ static double measure(int v, uint64_t n)
     abar_t *b = v == V_ABAR0 ? (abar_t *)(void *)(R + ABAR0_OFF)
               : v == V_ABAR64 ? (abar_t *)(void *)(R + ABAR64_OFF) : NULL;
     if (b && abar_init(b, T, NULL)) abort();
-    pthread_barrier_init(&start, NULL, T);
-    pthread_t th[TMAX];
-    for (unsigned i = 1; i < T; i++) pthread_create(&th[i], NULL, run, (void *)(intptr_t)i);
-    pin_cpu(cpus[0]);
-    pthread_barrier_wait(&start);
-    uint64_t t0 = now_ns();
-    for (uint64_t i = 0; i < n; i++) step(0);
-    for (unsigned i = 1; i < T; i++) pthread_join(th[i], NULL);
-    uint64_t t1 = now_ns();
-    pthread_barrier_destroy(&start);
+    const double ns = lab_time(T, cpus, n, step);
     if (b) abar_destroy(b);
-    return (double)(t1 - t0) / (double)n;
+    return ns;
 }
 
 int main(int argc, char **argv)
 {
-    T = argc > 1 ? (unsigned)atoi(argv[1]) : 4;
-    int rounds = argc > 2 ? atoi(argv[2]) : 7;
-    if (T < 2 || T > TMAX || rounds < 1 || rounds > 64) {
-        fprintf(stderr, "usage: linelab T(2..%d) [ROUNDS(1..64)] [CPU ...]\n", TMAX);
-        return 2;
-    }
+    int rounds;
+    if (lab_args(argc, argv, "linelab", TMAX, &T, &rounds, cpus)) return 2;
     NL = T / 2;
     R = aligned_alloc(4096, 8192);
     if (!R) return 1;
-    for (unsigned i = 0; i < T; i++) cpus[i] = argc > 3 + (int)i ? atoi(argv[3 + i]) : (int)i;
-    double r[NV][64];
-    for (int v = 0; v < NV; v++) measure(v, 20000); /* warm up */
-    for (int k = 0; k < rounds; k++)
-        for (int v = 0; v < NV; v++) r[v][k] = measure(v, 100000);
-    printf("linelab T=%u cpus", T);
-    for (unsigned i = 0; i < T; i++) printf("%c%d", i ? ',' : ' ', cpus[i]);
-    printf(", %d interleaved rounds of 100000 phases: ns/phase min median max\n", rounds);
-    for (int v = 0; v < NV; v++) {
-        qsort(r[v], (size_t)rounds, sizeof(double), cmp_double);
-        printf("  %-12s %7.1f %7.1f %7.1f\n", names[v], r[v][0], r[v][rounds / 2], r[v][rounds - 1]);
-    }
+    lab_run("linelab", T, cpus, rounds, NV, names, measure);
     return 0;
 }

@@ -28,6 +28,7 @@
 #include "abar.h"
 #include "abar_internal.h"
 #include "common.h" /* now_ns, cpu_relax, cmp_double (bench/common) */
+#include "lab.h"    /* lab_args, lab_run */
 
 #include <pthread.h>
 #include <sched.h>
@@ -115,12 +116,11 @@ static const char *names[NV] = { "twoline", "flat-cas", "flat-cas-hz", "flat-hz-
                                  "ticket", "ticket-hz", "abar" };
 
 static int variant;
-static uint64_t iters;
-static pthread_barrier_t start;
 static int cpus[TMAX];
 
-static void step(void)
+static void step(unsigned tid)
 {
+    (void)tid;
     struct abar__hazard *h;
     switch (variant) {
     case V_TWOLINE: twoline(); break;
@@ -134,57 +134,24 @@ static void step(void)
     }
 }
 
-static void *run(void *arg)
-{
-    pin_cpu(cpus[(intptr_t)arg]);
-    pthread_barrier_wait(&start);
-    for (uint64_t i = 0; i < iters; i++) step();
-    return NULL;
-}
-
 static double measure(int v, uint64_t n)
 {
     variant = v;
-    iters = n;
     atomic_store(&L.count, T);
     atomic_store(&L.gen, 0);
     atomic_store(&L.st, T);
     atomic_store(&L.ph, 0);
     atomic_store(&L.tk, 0);
     abar_init(&L.bar, T, NULL);
-    pthread_barrier_init(&start, NULL, T);
-    pthread_t th[TMAX];
-    for (unsigned i = 1; i < T; i++) pthread_create(&th[i], NULL, run, (void *)(intptr_t)i);
-    pin_cpu(cpus[0]);
-    pthread_barrier_wait(&start);
-    uint64_t t0 = now_ns();
-    for (uint64_t i = 0; i < n; i++) step();
-    for (unsigned i = 1; i < T; i++) pthread_join(th[i], NULL);
-    uint64_t t1 = now_ns();
-    pthread_barrier_destroy(&start);
+    const double ns = lab_time(T, cpus, n, step);
     abar_destroy(&L.bar);
-    return (double)(t1 - t0) / (double)n;
+    return ns;
 }
 
 int main(int argc, char **argv)
 {
-    T = argc > 1 ? (unsigned)atoi(argv[1]) : 4;
-    int rounds = argc > 2 ? atoi(argv[2]) : 7;
-    if (T < 2 || T > TMAX || rounds < 1 || rounds > 64) {
-        fprintf(stderr, "usage: quadlab T(2..%d) [ROUNDS(1..64)] [CPU ...]\n", TMAX);
-        return 2;
-    }
-    for (unsigned i = 0; i < T; i++) cpus[i] = argc > 3 + (int)i ? atoi(argv[3 + i]) : (int)i;
-    double r[NV][64];
-    for (int v = 0; v < NV; v++) measure(v, 20000); /* warm up */
-    for (int k = 0; k < rounds; k++)
-        for (int v = 0; v < NV; v++) r[v][k] = measure(v, 100000);
-    printf("quadlab T=%u cpus", T);
-    for (unsigned i = 0; i < T; i++) printf("%c%d", i ? ',' : ' ', cpus[i]);
-    printf(", %d interleaved rounds of 100000 phases: ns/phase min median max\n", rounds);
-    for (int v = 0; v < NV; v++) {
-        qsort(r[v], (size_t)rounds, sizeof(double), cmp_double);
-        printf("  %-12s %7.1f %7.1f %7.1f\n", names[v], r[v][0], r[v][rounds / 2], r[v][rounds - 1]);
-    }
+    int rounds;
+    if (lab_args(argc, argv, "quadlab", TMAX, &T, &rounds, cpus)) return 2;
+    lab_run("quadlab", T, cpus, rounds, NV, names, measure);
     return 0;
 }
