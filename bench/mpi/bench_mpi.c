@@ -59,7 +59,9 @@ static double now(void)
  * that ends on a clock read overshoots W by about that much, which an
  * overlap figure would count as barrier time left exposed. */
 static double loops_per_us;
-static volatile uint64_t sink;
+/* each thread's own (the hierarchical rows run work_us on several threads:
+ * one shared word would be a data race, and a line they pass around) */
+static _Thread_local volatile uint64_t sink;
 static void work_us(double us)
 {
     const uint64_t n = (uint64_t)(us * loops_per_us + 0.5);
