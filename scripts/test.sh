@@ -65,10 +65,11 @@ run_suite gcc   -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ "${cuda[@]}" \
 run_suite clang -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${host[@]}" \
                 -DCMAKE_C_FLAGS=-ftrivial-auto-var-init=pattern -DCMAKE_CXX_FLAGS=-ftrivial-auto-var-init=pattern
 # TSan with the MPI layer too (its tests set their own TSAN_OPTIONS, with
-# suppressions for Open MPI's uninstrumented libraries: tests/mpi/tsan.supp).
+# suppressions for Open MPI's uninstrumented libraries: tests/mpi/tsan.supp),
+# and the MPI benchmark's smoke run (its threads share the work loop).
 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 run_suite tsan  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${host[@]}" -DABAR_WITH_MPI=ON \
-                -DABAR_SANITIZE=thread
+                -DABAR_SANITIZE=thread -DABAR_BUILD_MPI_BENCH=ON
 # gcc's ASan: clang 14's reports a false stack-buffer-overflow in its own
 # sigaltstack interceptor when a thread exits through pthread_cancel.
 run_suite asan  -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ "${host[@]}" -DABAR_SANITIZE=address
