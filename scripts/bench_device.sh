@@ -54,6 +54,11 @@ prepare)
     "$build/tree/bench/core/quadlab.c" \
     "$build/tree"/src/core/*.c -static -pthread -o "$root/.carry/bin/quadlab" ||
     echo "quadlab not built" >&2
+  # homelab (bench/core/homelab.c): how much a barrier's address moves its time
+  gcc -O2 -std=gnu11 -I"$build/tree/include" -I"$build/tree/src/core" -I"$build/tree/bench/common" \
+    "$build/tree/bench/core/homelab.c" \
+    "$build/tree"/src/core/*.c -static -pthread -o "$root/.carry/bin/homelab" ||
+    echo "homelab not built" >&2
   # Variants of the core to measure (ABAR_BENCH_VARIANTS="name:patch.py ..."):
   # each patch script edits a copy of src/core; its abar rows are renamed.
   for v in ${ABAR_BENCH_VARIANTS:-}; do
@@ -93,6 +98,9 @@ run)
     if [ -x "$root/.carry/bin/quadlab" ]; then
       { "$root/.carry/bin/quadlab" 3 7; "$root/.carry/bin/quadlab" 4 7; "$root/.carry/bin/quadlab" 4 7 3 12 7 9; } |
         tee "$out/quadlab.txt"
+    fi
+    if [ -x "$root/.carry/bin/homelab" ]; then
+      { "$root/.carry/bin/homelab" 3 5; "$root/.carry/bin/homelab" 4 5; } | tee "$out/homelab.txt"
     fi
   } 2>&1 | tee "$out/log.txt"
   ;;

@@ -21,6 +21,9 @@
 
 #include <abar.h>
 
+#include <sys/mman.h>
+#include <sys/wait.h>
+
 #define SCENARIOS "floor,lat,oversub,split,completion,cpuburn,jitter"
 
 static void fail(const char *impl, const char *what, int err)
@@ -365,38 +368,73 @@ static void scen_floor(const bopts_t *o)
 /* The latency table, the one the headline ratios come from.  The host's
  * speed drifts (a VM's vCPUs move between cores; a row measured a few
  * seconds after another can be a fifth faster or slower), so each T is
- * measured in LAT_PASSES passes over every implementation, a third of the
+ * measured in LAT_PASSES passes over every implementation, a share of the
  * rounds each, and a row's figures are over the rounds of all its passes:
- * every row of a T saw the same stretches of the host's time. */
-#define LAT_PASSES 3u
+ * every row of a T saw the same stretches of the host's time.
+ *
+ * Each pass runs in a child process of its own (fork), so that each pass
+ * puts the barrier in other physical memory.  On a mesh CPU a line's
+ * transfers go through its home (the L3 slice its physical address hashes
+ * to), and at T = 3, 4 the same barrier on the same CPUs runs up to 15 %
+ * faster or slower by address alone (bench/core/homelab.c; docs/bench.md,
+ * "Where the barrier sits").  In one process a row was one draw of that
+ * lottery, and "the fastest rival" the best of nine draws.  A child writes
+ * the barrier, so its pages are copied to new frames: its row's median is
+ * over LAT_PASSES placements.  The rounds come back through a shared
+ * mapping. */
+#define LAT_PASSES 4u
+struct lat_acc { double v[BENCH_MAX_ROUNDS]; unsigned n; uint64_t phases; int capped; };
+
+static void lat_pass(const bimpl_t *im, unsigned T, unsigned per, const bopts_t *o, unsigned passes,
+                     struct lat_acc *acc)
+{
+    struct team *tm = team_new(im, T, 1, M_LAT, o, o->cap_ns / passes);
+    rctl_init(&tm->rc, o->warm, per, o->round_ns, o->cap_ns / passes);
+    tm->b = im->create(T, NULL, NULL);
+    tm->rc.start_ns = now_ns();
+    run_team(tm);
+    im->destroy(tm->b);
+    for (unsigned r = 0; r < tm->rc.nrec && acc->n < BENCH_MAX_ROUNDS; r++)
+        acc->v[acc->n++] = tm->rc.per_phase[r];
+    acc->phases += tm->rc.phases;
+    acc->capped |= tm->rc.capped;
+    free(tm);
+}
+
 static void scen_lat(const bopts_t *o)
 {
     const unsigned passes = o->quick ? 1 : LAT_PASSES;
     const unsigned per = (o->rounds + passes - 1) / passes;
-    struct acc { double v[BENCH_MAX_ROUNDS]; unsigned n; uint64_t phases; int capped; } *acc =
-        calloc(nimpls, sizeof *acc);
-    if (!acc) abort();
+    struct lat_acc *acc = mmap(NULL, nimpls * sizeof *acc, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                               -1, 0);
+    if (acc == MAP_FAILED) die("mmap", errno);
     for (unsigned T = 1; T <= o->max_threads; T++) {
         memset(acc, 0, nimpls * sizeof *acc);
         for (unsigned p = 0; p < passes; p++)
             for (unsigned i = 0; i < nimpls; i++) {
-                struct team *tm = team_new(impls[i], T, 1, M_LAT, o, o->cap_ns / passes);
-                rctl_init(&tm->rc, o->warm, per, o->round_ns, o->cap_ns / passes);
-                tm->b = impls[i]->create(T, NULL, NULL);
-                tm->rc.start_ns = now_ns();
-                run_team(tm);
-                impls[i]->destroy(tm->b);
-                for (unsigned r = 0; r < tm->rc.nrec && acc[i].n < BENCH_MAX_ROUNDS; r++)
-                    acc[i].v[acc[i].n++] = tm->rc.per_phase[r];
-                acc[i].phases += tm->rc.phases;
-                acc[i].capped |= tm->rc.capped;
-                free(tm);
+                fflush(NULL); /* nothing buffered for the child to write twice */
+                const pid_t pid = passes > 1 ? fork() : -1;
+                if (pid == 0) {
+                    lat_pass(impls[i], T, per, o, passes, &acc[i]);
+                    _exit(0);
+                }
+                if (pid < 0) { /* one pass, or fork refused: here, at this process's address */
+                    lat_pass(impls[i], T, per, o, passes, &acc[i]);
+                    continue;
+                }
+                int st;
+                while (waitpid(pid, &st, 0) < 0)
+                    if (errno != EINTR) die("waitpid", errno);
+                if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+                    fprintf(stderr, "abar-bench: lat %s T=%u: the pass's process failed\n", impls[i]->name, T);
+                    exit(1);
+                }
             }
         for (unsigned i = 0; i < nimpls; i++)
             row("lat", impls[i]->name, T, "-", stats_of(acc[i].v, acc[i].n), acc[i].phases, "ns/phase",
                 acc[i].capped ? "lb" : "");
     }
-    free(acc);
+    munmap(acc, nimpls * sizeof *acc);
 }
 
 /* A noisy host: the latency loop with one thread JITTER_NS late every

@@ -40,6 +40,45 @@ for b in abar-bench abar-bench-omp-gomp abar-bench-omp-llvm; do
     echo "== $b: not built, skipped" >&2
   fi
 done
+# An OpenMP runtime keeps its team's barrier where the process's first
+# parallel region put it, so one process is one placement of it in memory,
+# and at T = 3, 4 the placement alone moves a barrier's time by up to 15 %
+# (abar-bench runs each pass in a process of its own for that: abar_bench.c
+# scen_lat).  So the OpenMP binaries run the lat scenario in
+# ABAR_BENCH_OMP_PROCS processes (default 4, as abar-bench's 4 passes) and
+# a lat row is the median of their medians, lowest min, highest max.
+omp_procs=${ABAR_BENCH_OMP_PROCS:-4}
+for b in abar-bench-omp-gomp abar-bench-omp-llvm; do
+  [ -e "$tmp/$b.csv" ] && grep -q '^lat,' "$tmp/$b.csv" || continue
+  for k in $(seq 2 "$omp_procs"); do
+    echo "== $b ${args[*]:-} --only lat (process $k of $omp_procs)" >&2
+    "$bin/$b" "${args[@]}" --only lat --csv "$tmp/$b.lat$k.csv" >&2
+  done
+  [ "$omp_procs" -gt 1 ] || continue
+  awk -F, -v OFS=, '
+    FNR == 1 { next }
+    $1 != "lat" { if (FILENAME == first) other[++no] = $0; next }
+    { k = $2 SUBSEP $3 SUBSEP $4
+      if (!(k in n)) { order[++nk] = k; row[k] = $0; lo[k] = $6; hi[k] = $7 }
+      m[k, ++n[k]] = $5; rounds[k] += $8; phases[k] += $9
+      if ($6 < lo[k]) lo[k] = $6; if ($7 > hi[k]) hi[k] = $7
+      if ($11 ~ /lb/) lb[k] = 1 }
+    END {
+      for (j = 1; j <= nk; j++) {
+        k = order[j]; c = n[k]
+        for (a = 1; a <= c; a++) v[a] = m[k, a]
+        for (a = 2; a <= c; a++) for (b = a; b > 1 && v[b] < v[b - 1]; b--) { t = v[b]; v[b] = v[b - 1]; v[b - 1] = t }
+        med = c % 2 ? v[(c + 1) / 2] : (v[c / 2] + v[c / 2 + 1]) / 2
+        split(row[k], f, ",")
+        f[5] = sprintf("%.1f", med); f[6] = lo[k]; f[7] = hi[k]; f[8] = rounds[k]; f[9] = phases[k]
+        f[11] = lb[k] ? "lb" : ""
+        line = f[1]; for (a = 2; a <= 11; a++) line = line OFS f[a]
+        print line
+      }
+      for (j = 1; j <= no; j++) print other[j]
+    }' first="$tmp/$b.csv" "$tmp/$b.csv" "$tmp/$b".lat*.csv >"$tmp/$b.merged"
+  { head -n1 "$tmp/$b.csv"; cat "$tmp/$b.merged"; } >"$tmp/$b.csv.new" && mv "$tmp/$b.csv.new" "$tmp/$b.csv"
+done
 # the drop-in rows: pthread_barrier_wait in a dynamically linked binary, as it
 # is (pthread-dyn) and under LD_PRELOAD=libabar-pthread.so (pthread-abar)
 plib=${ABAR_PTHREAD_LIB:-}
