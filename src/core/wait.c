@@ -81,7 +81,7 @@ static inline bool first_polls(const struct abar__release *rw, abar_token_t t)
 static inline bool lean_spin(const struct abar_impl *b, abar_token_t t)
 {
     if ((b->flags & ABAR_WAIT_PARK) || oversubscribed_by(b)) return false;
-    return first_polls(rel((struct abar_impl *)b), t);
+    return first_polls(rel((struct abar_impl *)b), t) && abar__prefetch_next_arrival(b);
 }
 
 /* Blocks until phase t.raw completes (registered in `inside` by the caller),
