@@ -1,12 +1,27 @@
 /*
  * lab.h - what the hand-built labs (bench/core/quadlab.c, linelab.c) share:
- * their command line (T [ROUNDS] [CPU ...]), a timed team of pinned threads,
+ * their command line (T [ROUNDS] [CPU ...]), c11-twoline, a timed team of pinned threads,
  * and the interleaved rounds of every variant, reported as min / median /
  * max ns per phase.  Header-only;
  * include after common.h.
  */
 #ifndef ABAR_BENCH_LAB_H
 #define ABAR_BENCH_LAB_H
+
+/* c11-twoline, the bare counter the labs measure against: the count and the
+ * generation each where the caller puts them; the last of n arrivals stores
+ * the count back and bumps the generation, the others poll it.  acq_rel:
+ * the arrivals form a release sequence the last one acquires. */
+static inline void lab_twoline(_Atomic uint32_t *count, _Atomic uint32_t *gen, uint32_t n)
+{
+    uint32_t g = atomic_load_explicit(gen, memory_order_relaxed);
+    if (atomic_fetch_sub_explicit(count, 1, memory_order_acq_rel) == 1) {
+        atomic_store_explicit(count, n, memory_order_relaxed);
+        atomic_store_explicit(gen, g + 1, memory_order_release);
+    } else {
+        while (atomic_load_explicit(gen, memory_order_acquire) == g) cpu_relax();
+    }
+}
 
 /* T, ROUNDS (default 7) and T CPUs (default 0 .. T-1) from argv; 0, or 2
  * after a usage line. */

@@ -100,7 +100,10 @@ static void ticket(void)
         while (atomic_load_explicit(ph, memory_order_acquire) <= p) cpu_relax();
 }
 
-static void twoline(void);
+static void twoline(void)
+{
+    lab_twoline((_Atomic uint32_t *)(void *)cur, (_Atomic uint32_t *)(void *)(cur + 64), T);
+}
 
 static void proto_step(void)
 {
@@ -124,19 +127,6 @@ static void proto_step(void)
         if (v_abar_arrive_and_wait((abar_t *)(void *)cur)) abort();
         break;
 #endif
-    }
-}
-
-static void twoline(void)
-{
-    _Atomic uint32_t *count = (_Atomic uint32_t *)(void *)cur;
-    _Atomic uint32_t *gen = (_Atomic uint32_t *)(void *)(cur + 64);
-    uint32_t g = atomic_load_explicit(gen, memory_order_relaxed);
-    if (atomic_fetch_sub_explicit(count, 1, memory_order_acq_rel) == 1) {
-        atomic_store_explicit(count, T, memory_order_relaxed);
-        atomic_store_explicit(gen, g + 1, memory_order_release);
-    } else {
-        while (atomic_load_explicit(gen, memory_order_acquire) == g) cpu_relax();
     }
 }
 

@@ -44,17 +44,7 @@ static unsigned T, NL;
 
 static _Atomic uint32_t *at32(size_t off) { return (_Atomic uint32_t *)(void *)(R + off); }
 
-static void twoline(size_t gen_off)
-{
-    _Atomic uint32_t *count = at32(0), *gen = at32(gen_off);
-    uint32_t g = atomic_load_explicit(gen, memory_order_relaxed);
-    if (atomic_fetch_sub_explicit(count, 1, memory_order_acq_rel) == 1) {
-        atomic_store_explicit(count, T, memory_order_relaxed);
-        atomic_store_explicit(gen, g + 1, memory_order_release);
-    } else {
-        while (atomic_load_explicit(gen, memory_order_acquire) == g) cpu_relax();
-    }
-}
+static void twoline(size_t gen_off) { lab_twoline(at32(0), at32(gen_off), T); }
 
 /* leaves from R+1024 at `stride`, the root at R+3072, the generation at R+3584 */
 static unsigned leaf_size(unsigned l) { return l + 1 < NL ? 2 : T - 2 * (NL - 1); }

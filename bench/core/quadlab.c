@@ -52,16 +52,7 @@ struct lab {
 static struct lab L;
 static unsigned T;
 
-static void twoline(void)
-{
-    uint32_t g = atomic_load_explicit(&L.gen, memory_order_relaxed);
-    if (atomic_fetch_sub_explicit(&L.count, 1, memory_order_acq_rel) == 1) {
-        atomic_store_explicit(&L.count, T, memory_order_relaxed);
-        atomic_store_explicit(&L.gen, g + 1, memory_order_release);
-    } else {
-        while (atomic_load_explicit(&L.gen, memory_order_acquire) == g) cpu_relax();
-    }
-}
+static void twoline(void) { lab_twoline(&L.count, &L.gen, T); }
 
 static inline struct abar__hazard *hz_enter(void)
 {
