@@ -381,13 +381,15 @@ static inline unsigned abar__ncpu_fast(void)
 }
 unsigned abar__cgroup_cpus(const char *root); /* cpus.c */
 uint64_t abar__now_ns(void);
-/* Asks for the line at p in the state a write needs (PREFETCHW): a hint,
- * with no effect a program can see.  x86-64 CPUs without it run it as a
- * NOP; elsewhere it is the compiler's write prefetch. */
+/* Asks for the line at p in the state a write needs: a hint, with no
+ * effect a program can see.  On x86-64, PREFETCHW where the CPU has it
+ * (abar__prefetchw_ok, cpus.c), else nothing; elsewhere the compiler's
+ * write prefetch. */
+extern bool abar__prefetchw_ok;
 static inline void abar__prefetch_write(const volatile void *p)
 {
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__ __volatile__("prefetchw %0" : : "m"(*(const volatile char *)p));
+#if defined(__x86_64__)
+    if (abar__prefetchw_ok) __asm__ __volatile__("prefetchw %0" : : "m"(*(const volatile char *)p));
 #else
     __builtin_prefetch((const void *)p, 1, 3);
 #endif

@@ -1,4 +1,5 @@
-/* cpus.c - the CPUs a cgroup's CPU quota buys this process (cgroup v2).
+/* cpus.c - the CPUs a cgroup's CPU quota buys this process (cgroup v2),
+ * and whether they have PREFETCHW (abar__prefetch_write).
  *
  * A container started with `docker --cpus=2` (or a Kubernetes CPU limit) on
  * a 64-CPU host may run on all 64 CPUs (its affinity mask says 64) but only
@@ -11,6 +12,22 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+/* Set before any thread can be in abar (a constructor): CPUID
+ * 0x80000001 ECX bit 8 (PRFCHW), which Intel cores have since Broadwell
+ * and AMD's since the K6; read plainly by every thread. */
+bool abar__prefetchw_ok;
+
+__attribute__((constructor)) static void prefetchw_probe(void)
+{
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    abar__prefetchw_ok = __get_cpuid(0x80000001u, &a, &b, &c, &d) && ((c >> 8) & 1u);
+#endif
+}
 
 /* One cpu.max file: "max PERIOD" (no quota) or "QUOTA PERIOD" (µs of CPU
  * time per period).  The CPUs the quota buys, rounded up; 0 for no quota,

@@ -632,6 +632,27 @@ TEST(ncpu_is_the_process_cpus)
     CHECK_EQ(abar_ncpu(), want);
 }
 
+#if defined(__x86_64__)
+/* cpus.c's probe, which decides whether a waiter released in its first spin
+ * prefetches the state line for writing (abar__prefetch_write): it says yes
+ * exactly where the kernel lists the CPU's PRFCHW flag (3dnowprefetch). */
+TEST(prefetchw_probe_matches_cpuinfo)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    CHECK(f != NULL);
+    static char line[1 << 16];
+    int seen = 0, has = 0;
+    while (!seen && fgets(line, sizeof line, f))
+        if (strncmp(line, "flags", 5) == 0) {
+            seen = 1;
+            has = strstr(line, " 3dnowprefetch") != NULL;
+        }
+    fclose(f);
+    CHECK(seen);
+    CHECK_EQ((int)abar__prefetchw_ok, has);
+}
+#endif
+
 /* A cgroup v2 CPU quota counts too (cpus.c): in a fake tree, the smallest
  * cpu.max on the way from the process's cgroup to the root, rounded up. */
 static void put_file(const char *root, const char *rel, const char *text)
