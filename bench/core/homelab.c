@@ -24,11 +24,12 @@
  *             last re-reads the release and the state, CASes the next phase
  *             in and stores the release
  *   flat-hz   the same inside abar's hazard announcement
- *   ticket    one fetch_add a arrival on a count that never resets
+ *   ticket    one fetch_add an arrival on a count that never resets
  *   abar      abar_arrive_and_wait, abar_t at the candidate
  * Built by bench/core/homelab_variant.sh with a second copy of the core
  * (a patched one), its row runs that core's abar_arrive_and_wait too, at the
  * same lines: a change to the core priced without the placement lottery.
+ * HOMELAB_SAME_LINES_ONLY=1 in the environment runs that last table alone.
  */
 #define _GNU_SOURCE
 #include "abar.h"
