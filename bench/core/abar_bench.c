@@ -375,9 +375,9 @@ static void scen_floor(const bopts_t *o)
  * Each pass runs in a child process of its own (fork), so that each pass
  * puts the barrier in other physical memory.  On a mesh CPU a line's
  * transfers go through its home (the L3 slice its physical address hashes
- * to), and at T = 3, 4 the same barrier on the same CPUs runs up to 15 %
- * faster or slower by address alone (bench/core/homelab.c; docs/bench.md,
- * "Where the barrier sits").  In one process a row was one draw of that
+ * to), and at T = 3, 4 the same barrier on the same CPUs takes 1.04-1.47x
+ * as long at its slowest of 16 addresses as at its fastest, by address
+ * alone (bench/core/homelab.c; docs/bench.md, "Where the barrier sits").  In one process a row was one draw of that
  * lottery, and "the fastest rival" the best of nine draws.  A child writes
  * the barrier, so its pages are copied to new frames: its row's median is
  * over LAT_PASSES placements.  The rounds come back through a shared

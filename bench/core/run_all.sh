@@ -42,7 +42,7 @@ for b in abar-bench abar-bench-omp-gomp abar-bench-omp-llvm; do
 done
 # An OpenMP runtime keeps its team's barrier where the process's first
 # parallel region put it, so one process is one placement of it in memory,
-# and at T = 3, 4 the placement alone moves a barrier's time by up to 15 %
+# and at T = 3, 4 the placement alone moves a barrier's time by 4-47 %
 # (abar-bench runs each pass in a process of its own for that: abar_bench.c
 # scen_lat).  So the OpenMP binaries run the lat scenario in
 # ABAR_BENCH_OMP_PROCS processes (default 4, as abar-bench's 4 passes) and
