@@ -370,7 +370,9 @@ static void scen_floor(const bopts_t *o)
  * seconds after another can be a fifth faster or slower), so each T is
  * measured in LAT_PASSES passes over every implementation, a share of the
  * rounds each, and a row's figures are over the rounds of all its passes:
- * every row of a T saw the same stretches of the host's time.
+ * every row of a T saw the same stretches of the host's time.  Each pass
+ * takes the implementations in another order (lat_order), so that no row
+ * is always the first of a pass or always follows the same one.
  *
  * Each pass runs in a child process of its own (fork), so that each pass
  * puts the barrier in other physical memory.  On a mesh CPU a line's
@@ -380,9 +382,12 @@ static void scen_floor(const bopts_t *o)
  * alone (bench/core/homelab.c; docs/bench.md, "Where the barrier sits").  In one process a row was one draw of that
  * lottery, and "the fastest rival" the best of nine draws.  A child writes
  * the barrier, so its pages are copied to new frames: its row's median is
- * over LAT_PASSES placements.  The rounds come back through a shared
+ * over LAT_PASSES placements.  With 4, two rows of the same code (abar-default
+ * and abar-spin, whose waits at T = 3, 4 end in the same first spin) still
+ * differed by 0.91-1.13x there within a run (five runs, docs/bench.md); 8
+ * halve the variance of a row's median.  The rounds come back through a shared
  * mapping. */
-#define LAT_PASSES 4u
+#define LAT_PASSES 8u
 struct lat_acc { double v[BENCH_MAX_ROUNDS]; unsigned n; uint64_t phases; int capped; };
 
 static void lat_pass(const bimpl_t *im, unsigned T, unsigned per, const bopts_t *o, unsigned passes,
@@ -401,6 +406,14 @@ static void lat_pass(const bimpl_t *im, unsigned T, unsigned per, const bopts_t 
     free(tm);
 }
 
+/* The j-th implementation pass p runs: the list turned by p / 2 of its
+ * length over the passes, forwards in even passes and backwards in odd ones. */
+static unsigned lat_order(unsigned p, unsigned passes, unsigned j)
+{
+    const unsigned k = (p / 2) * nimpls / ((passes + 1) / 2);
+    return p % 2 ? (k + nimpls - 1 - j) % nimpls : (k + j) % nimpls;
+}
+
 static void scen_lat(const bopts_t *o)
 {
     const unsigned passes = o->quick ? 1 : LAT_PASSES;
@@ -411,7 +424,8 @@ static void scen_lat(const bopts_t *o)
     for (unsigned T = 1; T <= o->max_threads; T++) {
         memset(acc, 0, nimpls * sizeof *acc);
         for (unsigned p = 0; p < passes; p++)
-            for (unsigned i = 0; i < nimpls; i++) {
+            for (unsigned j = 0; j < nimpls; j++) {
+                const unsigned i = lat_order(p, passes, j);
                 fflush(NULL); /* nothing buffered for the child to write twice */
                 const pid_t pid = passes > 1 ? fork() : -1;
                 if (pid == 0) {

@@ -45,9 +45,9 @@ done
 # and at T = 3, 4 the placement alone moves a barrier's time by 4-47 %
 # (abar-bench runs each pass in a process of its own for that: abar_bench.c
 # scen_lat).  So the OpenMP binaries run the lat scenario in
-# ABAR_BENCH_OMP_PROCS processes (default 4, as abar-bench's 4 passes) and
+# ABAR_BENCH_OMP_PROCS processes (default 8, as abar-bench's 8 passes) and
 # a lat row is the median of their medians, lowest min, highest max.
-omp_procs=${ABAR_BENCH_OMP_PROCS:-4}
+omp_procs=${ABAR_BENCH_OMP_PROCS:-8}
 for b in abar-bench-omp-gomp abar-bench-omp-llvm; do
   [ -e "$tmp/$b.csv" ] && grep -q '^lat,' "$tmp/$b.csv" || continue
   for k in $(seq 2 "$omp_procs"); do
