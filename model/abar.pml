@@ -1237,17 +1237,19 @@ active [N] proctype worker()
        :: (_pid == 2 || FULL_MENU && _pid != 0) && !(NARR && _pid == 1) -> op = OP_DROP
        :: lastph && _pid != 0 && !NO_ONLY -> op = OP_ONLY
        fi;
-       /* OP_AW is abar_arrive_and_wait: arrive_and_wait (wait.c:355-379),
+       /* OP_AW is abar_arrive_and_wait: arrive_and_wait (wait.c:356-380),
         * and on a private pair without a completion function (PAIR)
-        * pair_arrive_and_wait (wait.c:325-353), the same steps in one path:
+        * pair_arrive_and_wait (wait.c:325-354), the same steps in one path:
         * slot_push (enter), the look for destroy's mark, abar__ticket_add,
         * the first look at `phase` and the spin, pair_block (block),
-        * slot_pop (leave). */
+        * slot_pop (leave).  Its PREFETCHW before the add
+        * (abar__prefetch_pair_add), like lean_spin's, changes no value and
+        * orders nothing: not modelled. */
 #if MUTANT == 6
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
        if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:363 */
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:364 */
        :: else -> skip
        fi;
 #endif
@@ -1257,7 +1259,7 @@ active [N] proctype worker()
        :: else -> arrive(ARRN, op == OP_DROP)
        fi;
 #else
-       arrive(ARRN, op == OP_DROP);                      /* wait.c:368 / arrive.c:128, 209-226 */
+       arrive(ARRN, op == OP_DROP);                      /* wait.c:369 / arrive.c:128, 209-226 */
 #endif
 #if MUTANT == 6
        if :: op == OP_AW -> enter() :: else -> skip fi;
@@ -1273,19 +1275,19 @@ active [N] proctype worker()
           leave(); left = 1;                             /* bug 13: leaves right after its arrival */
 #endif
           if
-          :: lst -> skip                                 /* wait.c:371: we completed it */
+          :: lst -> skip                                 /* wait.c:372: we completed it */
           :: else ->
-             atomic { ACCESS; tmp = phase };             /* wait.c:374: released meanwhile? */
+             atomic { ACCESS; tmp = phase };             /* wait.c:375: released meanwhile? */
              if
 #if MUTANT == 12
              :: tmp >= tp -> tmp = 0                     /* bug 12: `phase` == tp taken as released */
 #else
-             :: tmp > tp -> tmp = 0                      /* wait.c:374 */
+             :: tmp > tp -> tmp = 0                      /* wait.c:375 */
 #endif
 #if MUTANT == 13
              :: else -> tmp = 0; wait_registered(tp, 0)  /* bug 13: then waits as abar_wait does */
 #else
-             :: else -> tmp = 0; block(tp, 0)            /* wait.c:375-376 */
+             :: else -> tmp = 0; block(tp, 0)            /* wait.c:376-377 */
 #endif
              fi
           fi;
@@ -1306,7 +1308,7 @@ active [N] proctype worker()
        :: else -> skip
        fi;
        if
-       :: op == OP_AW && !left -> leave()                /* wait.c:377 */
+       :: op == OP_AW && !left -> leave()                /* wait.c:378 */
        :: else -> skip
        fi;
        if

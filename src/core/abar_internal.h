@@ -406,6 +406,15 @@ static inline bool abar__prefetch_next_arrival(const struct abar_impl *b)
     if (!(b->flags & ABAR__NLEAVES_MASK)) abar__prefetch_write(&b->state);
     return true;
 }
+/* The pair's add (wait.c pair_arrive_and_wait) reads `phase` and then adds
+ * on the same line.  Where the other thread's next add has taken the line
+ * back meanwhile (the carrier returns at once; the released thread only
+ * once it has seen the release), the read fetches it shared and the add
+ * fetches it again, owned.  Asking for it owned first makes that one
+ * transfer: 0.957-0.997x the time at T = 2 (four same-line tables on one
+ * machine, where an unedited copy of the core gave 0.975-1.017x;
+ * docs/bench.md, "A prefetch before the pair's add"). */
+static inline void abar__prefetch_pair_add(const struct abar_impl *b) { abar__prefetch_write(&b->state); }
 static inline void abar__pause(void)
 {
 #if defined(__x86_64__) || defined(__i386__)

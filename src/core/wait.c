@@ -337,6 +337,7 @@ static inline __attribute__((always_inline)) int pair_arrive_and_wait(abar_t *b,
         return arrive_and_wait_general(b, last); /* it waits for the destroy's verdict */
     }
     uint64_t before, s;
+    abar__prefetch_pair_add(bi);
     const int k = abar__ticket_add(bi, &before, &s);
     if (last) *last = k == ABAR__TICKET_CARRIED;
     if (k == ABAR__TICKET_FIRST) {
