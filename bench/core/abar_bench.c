@@ -406,8 +406,9 @@ static void lat_pass(const bimpl_t *im, unsigned T, unsigned per, const bopts_t 
     free(tm);
 }
 
-/* The j-th implementation pass p runs: the list turned by p / 2 of its
- * length over the passes, forwards in even passes and backwards in odd ones. */
+/* Which implementation pass p runs j-th: the list rotated by p / 2 steps
+ * of a (passes / 2)-th of its length, forwards in even passes and
+ * backwards in odd ones (8 passes: rotated by 0, 1/4, 1/2, 3/4, each way). */
 static unsigned lat_order(unsigned p, unsigned passes, unsigned j)
 {
     const unsigned k = (p / 2) * nimpls / ((passes + 1) / 2);
