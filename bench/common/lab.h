@@ -1,8 +1,8 @@
 /*
- * lab.h - what the hand-built labs (bench/core/quadlab.c, linelab.c) share:
- * their command line (T [ROUNDS] [CPU ...]), c11-twoline, a timed team of pinned threads,
- * and the interleaved rounds of every variant, reported as min / median /
- * max ns per phase.  Header-only;
+ * lab.h - what the hand-built labs (bench/core/quadlab.c, linelab.c,
+ * homelab.c) share: their command line (T [ROUNDS] [CPU ...]), c11-twoline,
+ * a timed team of pinned threads, and the interleaved rounds of every
+ * variant, reported as min / median / max ns per phase.  Header-only;
  * include after common.h.
  */
 #ifndef ABAR_BENCH_LAB_H

@@ -379,14 +379,15 @@ static void scen_floor(const bopts_t *o)
  * transfers go through its home (the L3 slice its physical address hashes
  * to), and at T = 3, 4 the same barrier on the same CPUs takes 1.04-1.47x
  * as long at its slowest of 16 addresses as at its fastest, by address
- * alone (bench/core/homelab.c; docs/bench.md, "Where the barrier sits").  In one process a row was one draw of that
- * lottery, and "the fastest rival" the best of nine draws.  A child writes
- * the barrier, so its pages are copied to new frames: its row's median is
- * over LAT_PASSES placements.  With 4, two rows of the same code (abar-default
- * and abar-spin, whose waits at T = 3, 4 end in the same first spin) still
- * differed by 0.91-1.13x there within a run (five runs, docs/bench.md); 8
- * halve the variance of a row's median.  The rounds come back through a shared
- * mapping. */
+ * alone (bench/core/homelab.c; docs/bench.md, "Where the barrier sits").
+ * In one process a row was one draw of that lottery, and "the fastest
+ * rival" the best of nine draws.  A child writes the barrier, so its pages
+ * are copied to new frames: its row's median is over LAT_PASSES
+ * placements.  With 4, two rows of the same code (abar-default and
+ * abar-spin, whose waits at T = 3, 4 end in the same first spin) still
+ * differed by 0.91-1.13x there within a run (five runs); with 8, by
+ * 0.98-1.04x (three runs; docs/bench.md, "Eight placements a row").  The
+ * rounds come back through a shared mapping. */
 #define LAT_PASSES 8u
 struct lat_acc { double v[BENCH_MAX_ROUNDS]; unsigned n; uint64_t phases; int capped; };
 
