@@ -3,15 +3,21 @@
 # (the 16-core GPU host), from binaries built here.
 #
 #   scripts/bench_device.sh prepare [cmake args]
-#       here: builds the benchmarks statically where possible (build-bench-device/)
-#       and stages them, with libomp.so.5 (LLVM libomp has no static archive),
-#       in .carry/bin and .carry/lib (git-ignored), ready to travel.
+#       here: installs the Debian packages the build and every rival need
+#       (as root, or through sudo), builds the benchmarks statically where
+#       possible (build-bench-device/) and stages them, with libomp.so.5
+#       (LLVM libomp has no static archive), in .carry/bin and .carry/lib
+#       (git-ignored), ready to travel; the labs (pairlab, quadlab, homelab)
+#       in .carry/labs.
 #   scripts/bench_device.sh run OUTDIR [abar-bench options]
 #       there: runs every staged binary (LD_LIBRARY_PATH=.carry/lib), merges the
 #       rows and writes OUTDIR/bench.csv, bench.txt, bench.png (gnuplot, else
-#       python3 + matplotlib) and log.txt.  Nothing is built or installed.
+#       python3 + matplotlib) and log.txt; then the labs, if .carry/labs came
+#       along.  Nothing is built or installed.
 #
-# With the device tool:  run(carry=[".carry"], command="bash scripts/bench_device.sh run $OUT")
+# With the device tool, the README's table:
+#   run(carry=[".carry/bin", ".carry/lib", ".carry/COMMIT"], command="bash scripts/bench_device.sh run $OUT")
+# and to run the labs after it, carry ".carry/labs" too.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cmd=${1:-}
@@ -19,6 +25,19 @@ shift || true
 
 case $cmd in
 prepare)
+  # Every rival in the table needs its package here (the binaries travel,
+  # the packages do not): ck (libck-dev) and LLVM's libomp (libomp-dev).
+  pkgs="cmake make gcc g++ libck-dev libomp-dev"
+  if command -v apt-get >/dev/null; then
+    sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
+    missing=$(for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
+    if [ -n "$missing" ]; then
+      export DEBIAN_FRONTEND=noninteractive
+      $sudo apt-get update -qq
+      # shellcheck disable=SC2086
+      $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    fi
+  fi
   # Built from a clean export of HEAD (not the working tree), so the rows
   # name one commit: .carry/COMMIT.
   build=$root/build-bench-device
@@ -34,8 +53,8 @@ prepare)
   fi
   cmake --build "$build/b" -j2 --target abar-bench abar-bench-omp-gomp-bin abar-bench-omp-llvm-bin \
     abar-bench-pthread abar_pthread >/dev/null
-  rm -rf "$root/.carry/bin" "$root/.carry/lib"
-  mkdir -p "$root/.carry/bin" "$root/.carry/lib"
+  rm -rf "$root/.carry/bin" "$root/.carry/lib" "$root/.carry/labs"
+  mkdir -p "$root/.carry/bin" "$root/.carry/lib" "$root/.carry/labs"
   git -C "$root" rev-parse HEAD >"$root/.carry/COMMIT"
   for b in abar-bench abar-bench-omp-gomp abar-bench-omp-llvm abar-bench-pthread; do
     if [ -x "$build/b/bench/core/$b" ]; then cp "$build/b/bench/core/$b" "$root/.carry/bin/"; fi
@@ -47,17 +66,17 @@ prepare)
   # pairlab (bench/core/pairlab.c): where the time goes at T = 2
   gcc -O2 -std=gnu11 -I"$build/tree/include" -I"$build/tree/src/core" -I"$build/tree/bench/common" \
     "$build/tree/bench/core/pairlab.c" \
-    "$build/tree"/src/core/*.c -static -pthread -o "$root/.carry/bin/pairlab" ||
+    "$build/tree"/src/core/*.c -static -pthread -o "$root/.carry/labs/pairlab" ||
     echo "pairlab not built" >&2
   # quadlab (bench/core/quadlab.c): where the time goes at T = 3, 4
   gcc -O2 -std=gnu11 -I"$build/tree/include" -I"$build/tree/src/core" -I"$build/tree/bench/common" \
     "$build/tree/bench/core/quadlab.c" \
-    "$build/tree"/src/core/*.c -static -pthread -o "$root/.carry/bin/quadlab" ||
+    "$build/tree"/src/core/*.c -static -pthread -o "$root/.carry/labs/quadlab" ||
     echo "quadlab not built" >&2
   # homelab (bench/core/homelab.c): how much a barrier's address moves its time
   gcc -O2 -std=gnu11 -I"$build/tree/include" -I"$build/tree/src/core" -I"$build/tree/bench/common" \
     "$build/tree/bench/core/homelab.c" \
-    "$build/tree"/src/core/*.c -static -pthread -o "$root/.carry/bin/homelab" ||
+    "$build/tree"/src/core/*.c -static -pthread -o "$root/.carry/labs/homelab" ||
     echo "homelab not built" >&2
   # Variants of the core to measure (ABAR_BENCH_VARIANTS="name:patch.py ..."):
   # each patch script edits a copy of src/core; its abar rows are renamed.
@@ -79,7 +98,7 @@ prepare)
       esac
     done
   done
-  ls -la "$root/.carry/bin" "$root/.carry/lib"
+  ls -la "$root/.carry/bin" "$root/.carry/lib" "$root/.carry/labs"
   ;;
 run)
   out=${1:?usage: bench_device.sh run OUTDIR [abar-bench options]}
@@ -92,20 +111,20 @@ run)
     (command -v lscpu >/dev/null && lscpu | grep -E '^(CPU\(s\)|Thread|Core|Socket|NUMA node\(s\)|Model name|L[123])') || true
     for b in "$root"/.carry/bin/*; do echo "# $(basename "$b"): $(ldd "$b" 2>&1 | tr '\n' ' ' | cut -c1-200)"; done
     bash "$root/bench/core/run_all.sh" --bin "$root/.carry/bin" --out "$out" "$@"
-    if [ -x "$root/.carry/bin/pairlab" ]; then
-      for pair in "0 1" "3 12"; do "$root/.carry/bin/pairlab" $pair 7; done | tee "$out/pairlab.txt"
+    labs=$root/.carry/labs
+    if [ -x "$labs/pairlab" ]; then
+      for pair in "0 1" "3 12"; do "$labs/pairlab" $pair 7; done | tee "$out/pairlab.txt"
     fi
-    if [ -x "$root/.carry/bin/quadlab" ]; then
-      { "$root/.carry/bin/quadlab" 3 7; "$root/.carry/bin/quadlab" 4 7; "$root/.carry/bin/quadlab" 4 7 3 12 7 9; } |
-        tee "$out/quadlab.txt"
+    if [ -x "$labs/quadlab" ]; then
+      { "$labs/quadlab" 3 7; "$labs/quadlab" 4 7; "$labs/quadlab" 4 7 3 12 7 9; } | tee "$out/quadlab.txt"
     fi
-    if [ -x "$root/.carry/bin/homelab" ]; then
-      { "$root/.carry/bin/homelab" 3 5; "$root/.carry/bin/homelab" 4 5; } | tee "$out/homelab.txt"
+    if [ -x "$labs/homelab" ]; then
+      { "$labs/homelab" 3 5; "$labs/homelab" 4 5; } | tee "$out/homelab.txt"
     fi
   } 2>&1 | tee "$out/log.txt"
   ;;
 *)
-  sed -n 2,16p "$0"
+  sed -n 2,20p "$0"
   exit 2
   ;;
 esac
