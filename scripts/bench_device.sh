@@ -27,17 +27,8 @@ case $cmd in
 prepare)
   # Every rival in the table needs its package here (the binaries travel,
   # the packages do not): ck (libck-dev) and LLVM's libomp (libomp-dev).
-  pkgs="cmake make gcc g++ libck-dev libomp-dev"
-  if command -v apt-get >/dev/null; then
-    sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
-    missing=$(for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
-    if [ -n "$missing" ]; then
-      export DEBIAN_FRONTEND=noninteractive
-      $sudo apt-get update -qq
-      # shellcheck disable=SC2086
-      $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
-    fi
-  fi
+  . "$root/scripts/apt_need.sh"
+  apt_need cmake make gcc g++ libck-dev libomp-dev
   # Built from a clean export of HEAD (not the working tree), so the rows
   # name one commit: .carry/COMMIT.
   build=$root/build-bench-device

@@ -5,17 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pkgs="cmake make gcc g++ clang libck-dev libomp-dev gnuplot-nox"
-if command -v apt-get >/dev/null; then
-  sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
-  missing=$(for p in $pkgs; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
-  if [ -n "$missing" ]; then
-    export DEBIAN_FRONTEND=noninteractive
-    $sudo apt-get update -qq
-    # shellcheck disable=SC2086
-    $sudo apt-get install -y -qq --no-install-recommends $missing >/dev/null
-  fi
-fi
+. scripts/apt_need.sh
+apt_need cmake make gcc g++ clang libck-dev libomp-dev gnuplot-nox
 
 build=${ABAR_BUILD_DIR:-build-demo}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DABAR_WITH_CUDA=OFF >/dev/null

@@ -16,15 +16,9 @@ cd "$(dirname "$0")/.."
 root=$PWD
 jobs=$(nproc)
 
-pkgs="cmake make gcc g++ clang libclang-rt-dev pkg-config man-db libck-dev libomp-dev
-      openmpi-bin libopenmpi-dev spin"
-if command -v apt-get >/dev/null; then
-  sudo=; [ "$(id -u)" = 0 ] || sudo=sudo
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  # shellcheck disable=SC2086
-  $sudo apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
-fi
+. scripts/apt_need.sh
+apt_need cmake make gcc g++ clang libclang-rt-dev pkg-config man-db libck-dev libomp-dev \
+  openmpi-bin libopenmpi-dev spin
 
 total_pass=0; total_fail=0
 tally() { # name, passed, failed
