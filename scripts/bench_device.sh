@@ -13,7 +13,12 @@
 #       there: runs every staged binary (LD_LIBRARY_PATH=.carry/lib), merges the
 #       rows and writes OUTDIR/bench.csv, bench.txt, bench.png (gnuplot, else
 #       python3 + matplotlib) and log.txt; then the labs, if .carry/labs came
-#       along.  Nothing is built or installed.
+#       along.  Nothing is built or installed.  The latency table runs T =
+#       1..16, then 24, 32, 48, 56, 60, 64 and every CPU where the host has
+#       them; the oversubscribed rows 2x and 4x the CPUs; the steal scenario
+#       (thieves taking ABAR_BENCH_STEAL_CPUS CPUs, default 2) a quarter,
+#       half, three quarters and all of the CPUs.  Every table says the
+#       steal the host itself showed while it ran.
 #
 # With the device tool, the README's table:
 #   run(carry=[".carry/bin", ".carry/lib", ".carry/COMMIT"], command="bash scripts/bench_device.sh run $OUT")

@@ -14,6 +14,13 @@
  *   cpuburn     CPU time (user+sys) burnt by a thread that waits 10 ms
  *   jitter      lat with one thread 100 µs late every 256 phases (a noisy
  *               host), T = 2, 4, 8, 16
+ *   steal       lat under an emulated hypervisor that takes S CPUs on
+ *               average in bursts of 1..5 ms, idle CPUs first (common.h,
+ *               hv_start), T = a quarter, half, three quarters and all of
+ *               the CPUs; S from ABAR_BENCH_STEAL_CPUS (a comma list,
+ *               default 2); scenario rows named stealS
+ * Every scenario also writes a hoststeal row: the steal the machine itself
+ * showed while it ran (/proc/stat).
  * Every row: see common.h.
  */
 #include "common.h"
@@ -24,7 +31,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 
-#define SCENARIOS "floor,lat,oversub,split,completion,cpuburn,jitter"
+#define SCENARIOS "floor,lat,oversub,split,completion,cpuburn,jitter,steal"
 
 static void fail(const char *impl, const char *what, int err)
 {
@@ -423,7 +430,7 @@ static void scen_lat(const bopts_t *o)
     struct lat_acc *acc = mmap(NULL, nimpls * sizeof *acc, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                                -1, 0);
     if (acc == MAP_FAILED) die("mmap", errno);
-    for (unsigned T = 1; T <= o->max_threads; T++) {
+    for (unsigned T = 1; T; T = lat_next_t(T, o->max_threads)) {
         memset(acc, 0, nimpls * sizeof *acc);
         for (unsigned p = 0; p < passes; p++)
             for (unsigned j = 0; j < nimpls; j++) {
@@ -474,6 +481,45 @@ static void scen_jitter(const bopts_t *o)
             rctl_row(&tm->rc, "jitter", impls[i]->name, Ts[k], param);
             free(tm);
         }
+    }
+}
+
+/* A host that takes CPUs: the latency loop while the thieves of common.h
+ * (hv_start) take S CPUs-worth in bursts of 1..5 ms, idle CPUs first.  Each
+ * row has its own thieves, started with it; a stealgot row beside it says
+ * how many CPUs-worth they really took while it ran. */
+static void steal_ts(unsigned max, unsigned ts[4], unsigned *n)
+{
+    *n = 0;
+    for (unsigned q = 1; q <= 4; q++) {
+        unsigned T = max * q / 4;
+        if (T < 2 || (*n && ts[*n - 1] == T)) continue;
+        ts[(*n)++] = T;
+    }
+}
+
+static void scen_steal(const bopts_t *o)
+{
+    const char *e = getenv("ABAR_BENCH_STEAL_CPUS");
+    char list[128];
+    snprintf(list, sizeof list, "%s", e && *e ? e : "2");
+    unsigned ts[4], nts;
+    steal_ts(o->max_threads, ts, &nts);
+    for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        const double S = atof(tok);
+        if (S <= 0) continue;
+        char scen[32];
+        snprintf(scen, sizeof scen, "steal%s", tok);
+        const hsteal_t h0 = hsteal_now();
+        for (unsigned k = 0; k < nts; k++)
+            for (unsigned i = 0; i < nimpls; i++) {
+                hv_start(S);
+                measure(scen, impls[i], ts[k], 1, o, o->cap_ns);
+                const double got = hv_stop();
+                stats_t st = { got, got, got, 1 };
+                row("stealgot", impls[i]->name, ts[k], scen, st, 0, "cpus", "");
+            }
+        hsteal_row(program_invocation_short_name, scen, h0);
     }
 }
 
@@ -631,13 +677,17 @@ int main(int argc, char **argv)
             impls[i] = &tagged[i];
         }
 #endif
-    if (scen_on(&o, "floor")) scen_floor(&o);
-    if (scen_on(&o, "lat")) scen_lat(&o);
-    if (scen_on(&o, "split")) scen_split(&o);
-    if (scen_on(&o, "completion")) scen_completion(&o);
-    if (scen_on(&o, "cpuburn")) scen_cpuburn(&o);
-    if (scen_on(&o, "jitter")) scen_jitter(&o);
-    if (scen_on(&o, "oversub")) scen_oversub(&o);
+    static const struct { const char *name; void (*fn)(const bopts_t *); } scens[] = {
+        { "floor", scen_floor }, { "lat", scen_lat }, { "split", scen_split },
+        { "completion", scen_completion }, { "cpuburn", scen_cpuburn }, { "jitter", scen_jitter },
+        { "oversub", scen_oversub }, { "steal", scen_steal },
+    };
+    for (unsigned k = 0; k < sizeof scens / sizeof scens[0]; k++) {
+        if (!scen_on(&o, scens[k].name)) continue;
+        const hsteal_t h0 = hsteal_now();
+        scens[k].fn(&o);
+        if (strcmp(scens[k].name, "steal") != 0) hsteal_row(program_invocation_short_name, scens[k].name, h0);
+    }
     if (bench_csv) fclose(bench_csv);
     return 0;
 }

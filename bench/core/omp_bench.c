@@ -18,7 +18,7 @@
 #error "build with -DOMP_IMPL_NAME=\"omp-gomp\" or \"omp-llvm\""
 #endif
 
-#define SCENARIOS "lat,oversub,split,completion,cpuburn,jitter"
+#define SCENARIOS "lat,oversub,split,completion,cpuburn,jitter,steal"
 
 enum mode { M_LAT, M_JOINED, M_COMPL, M_BURN, M_JITTER };
 
@@ -123,8 +123,35 @@ int main(int argc, char **argv)
     bopts_t o = parse_opts(argc, argv, SCENARIOS);
     for (unsigned i = 0; i < PSUM_DATA; i++) psum_data[i] = (i * 0x9e3779b97f4a7c15u) >> 54;
     unsigned T = o.max_threads;
-    if (scen_on(&o, "lat"))
-        for (unsigned t = 1; t <= o.max_threads; t++) measure("lat", t, 1, &o, o.cap_ns, M_LAT, 0, "-");
+    const char *bin = program_invocation_short_name;
+    hsteal_t h0 = hsteal_now();
+    if (scen_on(&o, "lat")) {
+        for (unsigned t = 1; t; t = lat_next_t(t, o.max_threads)) measure("lat", t, 1, &o, o.cap_ns, M_LAT, 0, "-");
+        hsteal_row(bin, "lat", h0);
+    }
+    if (scen_on(&o, "steal")) { /* as abar-bench's steal scenario (scen_steal) */
+        const char *e = getenv("ABAR_BENCH_STEAL_CPUS");
+        char list[128];
+        snprintf(list, sizeof list, "%s", e && *e ? e : "2");
+        for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+            const double S = atof(tok);
+            if (S <= 0) continue;
+            char scen[32];
+            snprintf(scen, sizeof scen, "steal%s", tok);
+            h0 = hsteal_now();
+            for (unsigned q = 1; q <= 4; q++) {
+                const unsigned t = T * q / 4;
+                if (t < 2 || (q > 1 && t == T * (q - 1) / 4)) continue;
+                hv_start(S);
+                measure(scen, t, 1, &o, o.cap_ns, M_LAT, 0, "-");
+                const double got = hv_stop();
+                stats_t st = { got, got, got, 1 };
+                row("stealgot", OMP_IMPL_NAME, t, scen, st, 0, "cpus", "");
+            }
+            hsteal_row(bin, scen, h0);
+        }
+    }
+    h0 = hsteal_now();
     if (scen_on(&o, "split")) {
         static const unsigned W[] = { 0, 100, 500, 2000, 10000 };
         for (unsigned wi = 0; wi < 5; wi++) {
@@ -132,7 +159,9 @@ int main(int argc, char **argv)
             snprintf(param, sizeof param, "joined:%u", W[wi]);
             measure("split", T, 1, &o, o.cap_ns, M_JOINED, work_iters(W[wi]), param);
         }
+        hsteal_row(bin, "split", h0);
     }
+    h0 = hsteal_now();
     if (scen_on(&o, "completion")) {
         g.smem = aligned_alloc(64, (size_t)T * 64);
         if (!g.smem) abort();
@@ -151,6 +180,7 @@ int main(int argc, char **argv)
                 rc.phases, "ns/phase", rc.capped ? "lb;emul" : "emul");
         }
         free(g.smem);
+        hsteal_row(bin, "completion", h0);
     }
     if (scen_on(&o, "cpuburn")) {
         rctl_t rc;
@@ -158,16 +188,21 @@ int main(int argc, char **argv)
         team(M_BURN, 2, bench_ncpus >= 2, &rc, 0, 0, o.burn_reps);
         row("cpuburn", OMP_IMPL_NAME, 2, "wait10ms", stats_of(g.burn, o.burn_reps), o.burn_reps, "cpu_ns", "");
     }
+    h0 = hsteal_now();
     if (scen_on(&o, "jitter")) {
         static const unsigned Ts[] = {2, 4, 8, 16};
         char param[32];
         snprintf(param, sizeof param, "%uus/%u", JITTER_NS / 1000, JITTER_EVERY);
         for (unsigned k = 0; k < sizeof Ts / sizeof Ts[0] && Ts[k] <= o.max_threads; k++)
             measure("jitter", Ts[k], 1, &o, o.cap_ns, M_JITTER, 0, param);
+        hsteal_row(bin, "jitter", h0);
     }
-    if (scen_on(&o, "oversub"))
+    h0 = hsteal_now();
+    if (scen_on(&o, "oversub")) {
         for (unsigned f = 2; f <= 4; f += 2)
             measure("oversub", f * bench_ncpus, 0, &o, o.oversub_cap_ns, M_LAT, 0, "-");
+        hsteal_row(bin, "oversub", h0);
+    }
     if (bench_csv) fclose(bench_csv);
     return 0;
 }

@@ -131,12 +131,54 @@ tables() {
     if (!(($1, $2) in seenimpl)) { seenimpl[$1, $2] = 1; impls[$1] = impls[$1] " " $2 }
     if (!(($1, $3) in seent)) { seent[$1, $3] = 1; ts[$1] = ts[$1] " " $3 }
     if (!(($1, $4) in seenp)) { seenp[$1, $4] = 1; ps[$1] = ps[$1] " " $4 }
+    if ($1 == "hoststeal") hs[$4] = hs[$4] sprintf("%s %s %s", hs[$4] == "" ? "" : ",", $2, $5 < 0 ? "unknown" : sprintf("%.2f", $5))
+    if ($1 ~ /^steal[0-9.]+$/ && !($1 in isst)) { isst[$1] = 1; stl[++nst] = $1 }
     rows[++nr] = $0 }
+  # The steal the machine itself showed while the rows of a table ran
+  # (/proc/stat, CPUs-worth; each binary over its own stretch), under the title.
+  function hsteal(s) {
+    print "# steal the host showed while these rows ran (/proc/stat, CPUs):" (s in hs ? hs[s] : " not recorded")
+  }
+  # Under the emulated hypervisor: abar-default against the best row of any
+  # kind (every rival, abar-spin, abar-park, pthread) and against abar-park;
+  # the targets: <= 1.2x the best, <= 1.5x abar-park.
+  function stealbest(s,   ni, nt, im, tt, i, j, k, b, bn, kd, kp, kg, line) {
+    if (!(s in impls)) return
+    ni = split(substr(impls[s], 2), im, " "); nt = split(substr(ts[s], 2), tt, " ")
+    print "\n## " s ": abar-default against the best row of any kind and against abar-park (targets: <= 1.2, <= 1.5)"
+    printf "%4s %12s %-18s %10s %7s %10s %7s %8s\n", "T", "abar-default", "best other row", "its ns", "ratio", "abar-park", "ratio", "stolen"
+    for (j = 1; j <= nt; j++) {
+      b = -1; bn = "-"
+      for (i = 1; i <= ni; i++) {
+        if (im[i] == "abar-default" || im[i] ~ /^(x-|pingpong)/) continue
+        k = s SUBSEP im[i] SUBSEP tt[j] SUBSEP "-"
+        if ((k in med) && (b < 0 || med[k] < b)) { b = med[k]; bn = im[i] }
+      }
+      kd = s SUBSEP "abar-default" SUBSEP tt[j] SUBSEP "-"; kp = s SUBSEP "abar-park" SUBSEP tt[j] SUBSEP "-"
+      kg = "stealgot" SUBSEP "abar-default" SUBSEP tt[j] SUBSEP s
+      if (!(kd in med) || b <= 0) continue
+      printf "%4s %12.0f %-18s %10.0f %7.2f %10s %7s %8s\n", tt[j], med[kd], bn, b, med[kd] / b,
+        (kp in med) ? sprintf("%.0f", med[kp]) : "-", (kp in med) ? sprintf("%.2f", med[kd] / med[kp]) : "-",
+        (kg in med) ? sprintf("%.2f", med[kg]) : "-"
+    }
+  }
+  # what the thieves really took during each steal row (CPUs-worth)
+  function pivot2(s,   ni, nt, im, tt, i, j, line, k) {
+    if (!(s in impls)) return
+    ni = split(substr(impls[s], 2), im, " "); nt = split(substr(ts[s], 2), tt, " ")
+    print "# " s ": CPUs the thieves took during each row"
+    for (i = 1; i <= ni; i++) {
+      line = sprintf("%-18s", im[i])
+      for (j = 1; j <= nt; j++) { k = "stealgot" SUBSEP im[i] SUBSEP tt[j] SUBSEP s; line = line sprintf(" %9s", (k in med) ? sprintf("%.2f", med[k]) : "-") }
+      print line
+    }
+  }
   function cell(k) { return (k in med) ? sprintf("%.0f%s", med[k], fl[k] ~ /lb/ ? "+" : "") : "-" }
   function pivot(s, title,   ni, nt, im, tt, i, j, line) {
     if (!(s in impls)) return
     ni = split(substr(impls[s], 2), im, " "); nt = split(substr(ts[s], 2), tt, " ")
     print "\n## " title
+    hsteal(s)
     line = sprintf("%-18s", "impl \\ T"); for (j = 1; j <= nt; j++) line = line sprintf(" %9s", tt[j]); print line
     for (i = 1; i <= ni; i++) {
       line = sprintf("%-18s", im[i])
@@ -194,6 +236,7 @@ tables() {
   function long(s, title,   i, f) {
     if (!(s in impls)) return
     print "\n## " title
+    hsteal(s)
     printf "%-18s %4s %-18s %10s %10s %10s %s\n", "impl", "T", "param", "median", "min", "max", "flags"
     for (i = 1; i <= nr; i++) {
       split(rows[i], f, ",")
@@ -261,6 +304,11 @@ tables() {
     long("completion", "completion: ns per phase with a completion (emul: barrier, thread 0 runs it, barrier)")
     long("cpuburn", "cpuburn: CPU ns (user+sys) burnt by a thread waiting 10 ms for a late arrival")
     long("jitter", "jitter: lat with one thread 100 us late every 256 phases, ns per phase (absorbed: lat + 390)")
+    for (q = 1; q <= nst; q++) {
+      pivot(stl[q], stl[q] ": lat, ns per phase, while thieves take " substr(stl[q], 6) " CPUs on average in 1-5 ms bursts, idle CPUs first")
+      stealbest(stl[q])
+      pivot2(stl[q])
+    }
   }' "$1"
 }
 {
