@@ -26,7 +26,9 @@
  *
  * Every call returns 0 or an errno value (pthread style).  Misuse (a commit
  * without an acquire, a release without a wait or twice, a position of
- * another ring or of the other side) is an error and changes nothing.
+ * another ring or of the other side) is an error and changes nothing.  The
+ * ring keeps each rank's step itself: of the copies of a position, the first
+ * to commit or release counts and every other copy is refused (EINVAL).
  */
 #ifndef ABAR_RING_H
 #define ABAR_RING_H

@@ -42,7 +42,9 @@ int abar_ring_init(abar_ring_t *ring, uint32_t stages, uint32_t producers,
     uint32_t nshards = producers + consumers < RING_SHARDS_MAX ? producers + consumers
                                                                 : RING_SHARDS_MAX;
     size_t nb = 2 * (size_t)stages * sizeof(abar_t);
-    abar_t *bars = aligned_alloc(64, nb + nshards * sizeof(struct ring_busy));
+    size_t ranks = (size_t)producers + consumers;
+    abar_t *bars = aligned_alloc(64, nb + nshards * sizeof(struct ring_busy) +
+                                         ranks * sizeof(struct ring_step));
     if (bars == NULL) return ENOMEM;
     /* The ring polls itself and its barriers park at once (the core's own
      * adaptive spin counts the waiters of one barrier only, and a ring
@@ -62,6 +64,8 @@ int abar_ring_init(abar_ring_t *ring, uint32_t stages, uint32_t producers,
     }
     struct ring_busy *busy = (struct ring_busy *)(void *)((char *)bars + nb);
     for (uint32_t i = 0; i < nshards; i++) atomic_init(&busy[i].n, 0);
+    struct ring_step *steps = (struct ring_step *)(void *)(busy + nshards);
+    for (size_t i = 0; i < ranks; i++) atomic_init(&steps[i].n, 0);
 
     static _Atomic uint64_t counter;
     /* relaxed: only uniqueness matters */

@@ -13,6 +13,15 @@
  * on the other barrier).  So phase need-1 is complete or open, and a wait
  * names it with abar_token_at (see abar__ring_wait_phase).
  *
+ * A position is one rank's place, and the ring keeps that place too: each
+ * rank's step count (gives so far; step = phase * stages + index) lives in
+ * the ring, in a line of its own (ring_step).  A give counts only when it
+ * moves the rank's step from the position's step to the next (one CAS), so
+ * whichever copy of a position gives first counts, and every other copy,
+ * stale or of the same lap, is refused (EINVAL) and counts nothing.  Hence
+ * ready[k] never completes without every consumer, nor filled[k] without
+ * every producer.
+ *
  * Only the layer's bookkeeping lives here; every hand-off is a core arrive
  * (release) and a core phase read or wait (acquire).
  */
@@ -51,6 +60,13 @@ struct ring_busy {
     char pad[64 - sizeof(uint32_t)];
 };
 
+/* One rank's step count (see above): producers' ranks first, then the
+ * consumers'.  One line each: only its rank's thread writes it. */
+struct ring_step {
+    _Atomic uint64_t n;
+    char pad[64 - sizeof(uint64_t)];
+};
+
 struct ring_impl {
     /* line 0: read by every call; written at init, destroy and cancel only */
     _Atomic uint32_t magic;
@@ -62,7 +78,8 @@ struct ring_impl {
     uint64_t ident;
     uint64_t check;                 /* ident ^ bars: a garbage struct is not "live" */
     abar_t *bars;                   /* filled[k] = bars[2k], ready[k] = bars[2k+1] */
-    struct ring_busy *busy;         /* nshards lines, after the barriers */
+    struct ring_busy *busy;         /* nshards lines, after the barriers; then
+                                     * producers + consumers ring_step lines */
     /* line 1: written by the start calls only */
     _Atomic uint32_t issued[2];     /* positions handed out: producers, consumers */
 };
@@ -100,10 +117,26 @@ static inline struct ring_impl *live(abar_ring_t *r)
 static inline abar_t *filled(struct ring_impl *ri, uint32_t k) { return &ri->bars[2 * (size_t)k]; }
 static inline abar_t *ready(struct ring_impl *ri, uint32_t k) { return &ri->bars[2 * (size_t)k + 1]; }
 
-static inline bool pos_ok(const struct ring_impl *ri, const abar_ring_pos_t *pos, uint32_t side)
+static inline uint64_t pos_step(const struct ring_impl *ri, const abar_ring_pos_t *pos)
 {
-    return pos != NULL && pos->_ring == ri->ident && (pos->_state & POS_SIDE) == side &&
-           pos->index < ri->stages && pos->_shard < ri->nshards;
+    return pos->phase * ri->stages + pos->index;
+}
+
+/* The step count of the position's rank, or NULL if the position is not one
+ * of this ring's, of this side, at its rank's current step (a stale copy). */
+static inline _Atomic uint64_t *pos_ok(const struct ring_impl *ri, const abar_ring_pos_t *pos,
+                                       uint32_t side)
+{
+    if (pos == NULL || pos->_ring != ri->ident || (pos->_state & POS_SIDE) != side ||
+        pos->index >= ri->stages || pos->_shard >= ri->nshards ||
+        pos->rank >= (side == POS_PRODUCER ? ri->producers : ri->consumers))
+        return NULL;
+    struct ring_step *steps = (struct ring_step *)(void *)(ri->busy + ri->nshards);
+    _Atomic uint64_t *n = &steps[(side == POS_PRODUCER ? 0 : ri->producers) + pos->rank].n;
+    /* relaxed: the rank's own count (its thread wrote it last); a copy used
+     * in another thread is misuse, refused here or by give's CAS. */
+    if (atomic_load_explicit(n, memory_order_relaxed) != pos_step(ri, pos)) return NULL;
+    return n;
 }
 
 static inline bool cancelled(struct ring_impl *ri)

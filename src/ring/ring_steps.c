@@ -92,19 +92,25 @@ static int take(abar_ring_t *ring, abar_ring_pos_t *pos, unsigned side, int mode
 static int give(abar_ring_t *ring, abar_ring_pos_t *pos, unsigned side)
 {
     struct ring_impl *ri = live(ring);
-    if (ri == NULL || !pos_ok(ri, pos, side)) return EINVAL;
+    _Atomic uint64_t *n = ri ? pos_ok(ri, pos, side) : NULL;
+    if (n == NULL) return EINVAL;
     if (!(pos->_state & POS_HOLD)) return EPERM;          /* not taken, or given twice */
     if (cancelled(ri)) return ECANCELED;
     abar_t *b = side == POS_PRODUCER ? filled(ri, pos->index) : ready(ri, pos->index);
-    /* In step: a held position at lap n finds its barrier in phase n (it
-     * cannot complete without this arrival).  Else the position is a stale
-     * copy: refuse it rather than count an arrival in a later phase. */
-    if (abar_phase(b) != pos->phase) return EINVAL;
+    /* Claim the rank's step: of the copies of this position, one gives
+     * (ring_internal.h).  relaxed: the claim orders nothing; the arrive does.
+     * A held position at lap n then finds its barrier in phase n (it cannot
+     * complete without this arrival). */
+    uint64_t step = pos_step(ri, pos);
+    if (!atomic_compare_exchange_strong_explicit(n, &step, step + 1, memory_order_relaxed,
+                                                 memory_order_relaxed))
+        return EINVAL;                                    /* another copy gave */
     /* The core arrive is a release: a producer's writes to the slot reach
      * every consumer whose wait sees filled's phase complete; a consumer's
      * reads happen before the producer that sees ready's phase overwrites it. */
     int r = abar_token_error(abar_arrive(b));
     if (r == 0) advance(ri, pos);
+    else atomic_store_explicit(n, step, memory_order_relaxed);  /* nothing counted */
     return r;
 }
 

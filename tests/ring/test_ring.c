@@ -298,6 +298,100 @@ TEST(copied_position_refused)
     CHECK_EQ(abar_ring_destroy(&r), 0);
 }
 
+/* A copy of a position taken in the same lap is as stale as one a lap
+ * behind: whichever gives first counts, and every other copy is refused
+ * and counts nothing.  Here consumer 0 releases twice (through its
+ * position and a copy): ready[k] must not complete without consumer 1. */
+TEST(copy_in_same_lap_refused)
+{
+    abar_ring_t r;
+    abar_ring_pos_t p, c0, c1;
+    CHECK_EQ(abar_ring_init(&r, 2, 1, 2, NULL), 0);
+    CHECK_EQ(abar_ring_producer_start(&r, &p), 0);
+    CHECK_EQ(abar_ring_consumer_start(&r, &c0), 0);
+    CHECK_EQ(abar_ring_consumer_start(&r, &c1), 0);
+    for (int k = 0; k < 2; k++) {                         /* fill both slots */
+        CHECK_EQ(abar_ring_producer_try_acquire(&r, &p), 0);
+        CHECK_EQ(abar_ring_producer_commit(&r, &p), 0);
+    }
+    CHECK_EQ(abar_ring_consumer_wait(&r, &c0), 0);
+    CHECK_EQ(abar_ring_consumer_wait(&r, &c1), 0);
+    abar_ring_pos_t held = c0;                            /* a held copy */
+    CHECK_EQ(abar_ring_consumer_release(&r, &c0), 0);
+    CHECK_EQ(abar_ring_consumer_release(&r, &held), EINVAL);
+    CHECK_EQ(held.index, 0);                              /* nothing moved */
+    /* a copy that is not held yet, in the same lap: it takes nothing */
+    abar_ring_pos_t fresh = held;
+    fresh._state &= ~(uint32_t)POS_HOLD;
+    CHECK_EQ(abar_ring_consumer_try_wait(&r, &fresh), EINVAL);
+    CHECK_EQ(abar_ring_consumer_release(&r, &fresh), EINVAL);
+    /* slot 0 still waits for consumer 1 */
+    CHECK_EQ(abar_ring_producer_try_acquire(&r, &p), EBUSY);
+    CHECK_EQ(abar_ring_consumer_release(&r, &c1), 0);
+    CHECK_EQ(abar_ring_producer_try_acquire(&r, &p), 0);
+    CHECK_EQ(abar_ring_producer_commit(&r, &p), 0);
+    /* the producer side, the same: a held copy commits nothing twice */
+    CHECK_EQ(abar_ring_consumer_wait(&r, &c0), 0);
+    CHECK_EQ(abar_ring_consumer_wait(&r, &c1), 0);
+    CHECK_EQ(abar_ring_consumer_release(&r, &c0), 0);
+    CHECK_EQ(abar_ring_consumer_release(&r, &c1), 0);
+    CHECK_EQ(abar_ring_producer_try_acquire(&r, &p), 0);
+    abar_ring_pos_t pcopy = p;
+    CHECK_EQ(abar_ring_producer_commit(&r, &pcopy), 0);   /* the copy gives first */
+    CHECK_EQ(abar_ring_producer_commit(&r, &p), EINVAL);  /* then the original is stale */
+    /* the stream goes on exactly, through the copy that gave */
+    for (int i = 0; i < 6; i++) {
+        CHECK_EQ(abar_ring_consumer_try_wait(&r, &c0), 0);
+        CHECK_EQ(abar_ring_consumer_try_wait(&r, &c1), 0);
+        CHECK_EQ(abar_ring_consumer_release(&r, &c0), 0);
+        CHECK_EQ(abar_ring_producer_try_acquire(&r, &pcopy), EBUSY); /* c1 holds it */
+        CHECK_EQ(abar_ring_consumer_release(&r, &c1), 0);
+        CHECK_EQ(abar_ring_producer_try_acquire(&r, &pcopy), 0);
+        CHECK_EQ(abar_ring_producer_commit(&r, &pcopy), 0);
+    }
+    CHECK_EQ(abar_ring_destroy(&r), 0);
+}
+
+/* Two threads give through copies of one held position at once: exactly
+ * one is counted, every round. */
+static abar_ring_t race_ring;
+static abar_ring_pos_t race_pos;
+static _Atomic int race_go, race_ok;
+static void *race_release(void *arg)
+{
+    (void)arg;
+    abar_ring_pos_t mine = race_pos;
+    while (atomic_load(&race_go) == 0) ring_pause();
+    if (abar_ring_consumer_release(&race_ring, &mine) == 0) atomic_fetch_add(&race_ok, 1);
+    return NULL;
+}
+
+TEST(racing_copies_count_once)
+{
+    for (int round = 0; round < 200; round++) {
+        abar_ring_pos_t p, c1;
+        CHECK_EQ(abar_ring_init(&race_ring, 1, 1, 2, NULL), 0);
+        CHECK_EQ(abar_ring_producer_start(&race_ring, &p), 0);
+        CHECK_EQ(abar_ring_consumer_start(&race_ring, &race_pos), 0);
+        CHECK_EQ(abar_ring_consumer_start(&race_ring, &c1), 0);
+        CHECK_EQ(abar_ring_producer_try_acquire(&race_ring, &p), 0);
+        CHECK_EQ(abar_ring_producer_commit(&race_ring, &p), 0);
+        CHECK_EQ(abar_ring_consumer_wait(&race_ring, &race_pos), 0);
+        atomic_store(&race_go, 0);
+        atomic_store(&race_ok, 0);
+        pthread_t t[3];
+        for (int i = 0; i < 3; i++) CHECK_EQ(pthread_create(&t[i], NULL, race_release, NULL), 0);
+        atomic_store(&race_go, 1);
+        for (int i = 0; i < 3; i++) pthread_join(t[i], NULL);
+        CHECK_EQ(atomic_load(&race_ok), 1);
+        CHECK_EQ(abar_ring_producer_try_acquire(&race_ring, &p), EBUSY); /* c1 still out */
+        CHECK_EQ(abar_ring_consumer_wait(&race_ring, &c1), 0);
+        CHECK_EQ(abar_ring_consumer_release(&race_ring, &c1), 0);
+        CHECK_EQ(abar_ring_producer_try_acquire(&race_ring, &p), 0);
+        CHECK_EQ(abar_ring_destroy(&race_ring), 0);
+    }
+}
+
 /* ---- time ---------------------------------------------------------------- */
 
 static struct timespec in_ms(long ms)
