@@ -59,19 +59,19 @@ prepare)
   if [ -e "$build/b/src/pthread/libabar-pthread.so" ]; then
     cp -L "$build/b/src/pthread/libabar-pthread.so" "$root/.carry/lib/libabar-pthread.so"
   fi
-  # pairlab (bench/core/pairlab.c): where the time goes at T = 2
+  # pairlab (bench/labs/pairlab.c): where the time goes at T = 2
   gcc -O2 -std=gnu11 -I"$build/tree/include" -I"$build/tree/src/core" -I"$build/tree/bench/common" \
-    "$build/tree/bench/core/pairlab.c" \
+    "$build/tree/bench/labs/pairlab.c" \
     "$build/tree"/src/core/*.c -static -pthread -o "$root/.carry/labs/pairlab" ||
     echo "pairlab not built" >&2
-  # quadlab (bench/core/quadlab.c): where the time goes at T = 3, 4
+  # quadlab (bench/labs/quadlab.c): where the time goes at T = 3, 4
   gcc -O2 -std=gnu11 -I"$build/tree/include" -I"$build/tree/src/core" -I"$build/tree/bench/common" \
-    "$build/tree/bench/core/quadlab.c" \
+    "$build/tree/bench/labs/quadlab.c" \
     "$build/tree"/src/core/*.c -static -pthread -o "$root/.carry/labs/quadlab" ||
     echo "quadlab not built" >&2
-  # homelab (bench/core/homelab.c): how much a barrier's address moves its time
+  # homelab (bench/labs/homelab.c): how much a barrier's address moves its time
   gcc -O2 -std=gnu11 -I"$build/tree/include" -I"$build/tree/src/core" -I"$build/tree/bench/common" \
-    "$build/tree/bench/core/homelab.c" \
+    "$build/tree/bench/labs/homelab.c" \
     "$build/tree"/src/core/*.c -static -pthread -o "$root/.carry/labs/homelab" ||
     echo "homelab not built" >&2
   # Variants of the core to measure (ABAR_BENCH_VARIANTS="name:patch.py ..."):

@@ -386,7 +386,7 @@ static void scen_floor(const bopts_t *o)
  * transfers go through its home (the L3 slice its physical address hashes
  * to), and at T = 3, 4 the same barrier on the same CPUs takes 1.04-1.47x
  * as long at its slowest of 16 addresses as at its fastest, by address
- * alone (bench/core/homelab.c; docs/bench.md, "Where the barrier sits").
+ * alone (bench/labs/homelab.c; docs/lab/placement.md).
  * In one process a row was one draw of that lottery, and "the fastest
  * rival" the best of nine draws.  A child writes the barrier, so its pages
  * are copied to new frames: its row's median is over LAT_PASSES

@@ -239,7 +239,7 @@ __global__ void k_completion(int iters, int *sink)
  *     mbarrier; the token's phase comes from the atom
  *   3 per-thread atom.acq_rel.cta.add on a counter, the phase in a second
  *     word (read before arriving), release on a count-1 mbarrier
- *     (abar_cuda_cbar's design; bench/cuda/cbarlab.cu has its variants)
+ *     (abar_cuda_cbar's design; bench/labs/cbarlab.cu has its variants)
  *   4 design 2 with the completion through a generic pointer, as a
  *     completion function receives it (counter++ on an int *)
  *   5 design 1 without the fence (unsafe: shows the fence's cost)

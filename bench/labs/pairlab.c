@@ -5,7 +5,7 @@
  *   pairlab [CPU_A CPU_B] [ROUNDS]
  *
  * Built by hand (it links the core's sources, to reach its internals):
- *   gcc -O2 -Iinclude -Isrc/core -Ibench/common bench/core/pairlab.c \
+ *   gcc -O2 -Iinclude -Isrc/core -Ibench/common bench/labs/pairlab.c \
  *       src/core/?*.c -static -pthread -o pairlab
  *
  * Variants (each a barrier of two, arrive-and-wait in a loop):

@@ -9,13 +9,13 @@
  *   homelab T [ROUNDS] [CPU ...]
  *
  * Built by hand (it links the core's sources):
- *   gcc -O2 -Iinclude -Isrc/core -Ibench/common bench/core/homelab.c src/core/[a-z]*.c -static -pthread -o homelab
+ *   gcc -O2 -Iinclude -Isrc/core -Ibench/common bench/labs/homelab.c src/core/[a-z]*.c -static -pthread -o homelab
  *
  * Candidates: NC addresses in a 16 MiB region, one a MiB, each at another
  * 128-byte offset in its page.  Two tables: abar_t placed at each candidate
  * (abar_init there), and c11-twoline with its count and generation in the
  * candidate's first two lines.  A third runs, at each of the first NB
- * candidates, the protocols of bench/core/quadlab.c on the same two lines
+ * candidates, the protocols of bench/labs/quadlab.c on the same two lines
  * (the count or state word in the first, the release in the second, as
  * abar_t has them): which of abar's steps make it slower than c11-twoline
  * where both sit, all interleaved.
@@ -26,7 +26,7 @@
  *   flat-hz   the same inside abar's hazard announcement
  *   ticket    one fetch_add an arrival on a count that never resets
  *   abar      abar_arrive_and_wait, abar_t at the candidate
- * Built by bench/core/homelab_variant.sh with a second copy of the core
+ * Built by bench/labs/homelab_variant.sh with a second copy of the core
  * (a patched one), its row runs that core's abar_arrive_and_wait too, at the
  * same lines: a change to the core priced without the placement lottery.
  * HOMELAB_SAME_LINES_ONLY=1 in the environment runs that last table alone.
@@ -47,7 +47,7 @@
 #define TMAX 16
 #define NC 16
 #ifdef HOMELAB_VARIANT
-/* A second core, its symbols prefixed v_ (bench/core/homelab_variant.sh) */
+/* A second core, its symbols prefixed v_ (bench/labs/homelab_variant.sh) */
 int v_abar_init(abar_t *b, uint32_t expected, const abar_attr_t *attr);
 int v_abar_arrive_and_wait(abar_t *b);
 int v_abar_destroy(abar_t *b);

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """homelab_summary.py - one line per same-lines table of homelab's output.
 
-    bench/core/homelab_summary.py FILE
+    bench/labs/homelab_summary.py FILE
 
-FILE: homelab's output (bench/core/homelab.c), its same-lines tables each
+FILE: homelab's output (bench/labs/homelab.c), its same-lines tables each
 after a line "## NAME" (a block name of your choosing).  For each block,
 the median over the candidate addresses of each row's median divided by
 c11-twoline's at the same address; and, for a binary built with a second
-core (bench/core/homelab_variant.sh), that row against `abar` at each
+core (bench/labs/homelab_variant.sh), that row against `abar` at each
 address and their median: the variant's price without the placement
 lottery.
 """

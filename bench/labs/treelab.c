@@ -4,7 +4,7 @@
  *   treelab T [ROUNDS] [PHASES]
  *
  * Built by hand (it links the core's sources, for the `abar` row):
- *   gcc -O2 -Iinclude -Isrc/core bench/core/treelab.c \
+ *   gcc -O2 -Iinclude -Isrc/core bench/labs/treelab.c \
  *       src/core/{arrive,tree,wait,lifecycle,hazard,futex}.c -static -pthread -o treelab
  *
  * Variants (arrive-and-wait in a loop):

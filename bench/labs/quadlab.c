@@ -5,7 +5,7 @@
  *   quadlab T [ROUNDS] [CPU ...]
  *
  * Built by hand (it links the core's sources, to reach its internals):
- *   gcc -O2 -Iinclude -Isrc/core -Ibench/common bench/core/quadlab.c src/core/[a-z]*.c -static -pthread -o quadlab
+ *   gcc -O2 -Iinclude -Isrc/core -Ibench/common bench/labs/quadlab.c src/core/[a-z]*.c -static -pthread -o quadlab
  *
  * Variants (each a barrier of T, arrive-and-wait in a loop; the release on a
  * line of its own, which the waiters poll, as abar's `wide` words):

@@ -8,7 +8,7 @@
  *   recover T [PHASES] [K]
  *
  * Built by hand (scripts/bench_device.sh prepare builds it too):
- *   gcc -O2 -Iinclude bench/core/recover.c src/core/{arrive,tree,wait,lifecycle,hazard,futex}.c -static -pthread -o recover
+ *   gcc -O2 -Iinclude bench/labs/recover.c src/core/{arrive,tree,wait,lifecycle,hazard,futex}.c -static -pthread -o recover
  */
 #define _GNU_SOURCE
 #include "abar.h"

@@ -1,5 +1,5 @@
 /*
- * lab.h - what the hand-built labs (bench/core/quadlab.c, linelab.c,
+ * lab.h - what the hand-built labs (bench/labs/quadlab.c, linelab.c,
  * homelab.c) share: their command line (T [ROUNDS] [CPU ...]), c11-twoline,
  * a timed team of pinned threads, and the interleaved rounds of every
  * variant, reported as min / median / max ns per phase.  Header-only;

@@ -7,7 +7,7 @@
  *   linelab T [ROUNDS] [CPU ...]
  *
  * Built by hand (it links the core's sources):
- *   gcc -O2 -Iinclude -Isrc/core -Ibench/common bench/core/linelab.c src/core/[a-z]*.c -static -pthread -o linelab
+ *   gcc -O2 -Iinclude -Isrc/core -Ibench/common bench/labs/linelab.c src/core/[a-z]*.c -static -pthread -o linelab
  *
  * Variants (arrive-and-wait in a loop; R is 4096-aligned):
  *   tl-pair      c11-twoline, count at R, generation at R+64: one block
