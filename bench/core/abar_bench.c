@@ -393,8 +393,8 @@ static void scen_floor(const bopts_t *o)
  * placements.  With 4, two rows of the same code (abar-default and
  * abar-spin, whose waits at T = 3, 4 end in the same first spin) still
  * differed by 0.91-1.13x there within a run (five runs); with 8, by
- * 0.95-1.04x (six runs; docs/bench.md, "Eight placements a row" and "The
- * table at 63b75c2").  The rounds come back through a shared mapping. */
+ * 0.95-1.04x (six runs; docs/lab/runs.md, "Eight placements a row", and
+ * docs/bench.md, "The table at 63b75c2").  The rounds come back through a shared mapping. */
 #define LAT_PASSES 8u
 struct lat_acc { double v[BENCH_MAX_ROUNDS]; unsigned n; uint64_t phases; int capped; };
 

@@ -101,7 +101,7 @@ struct abar__release {
  * plain sense-reversing barrier.  With more threads, waiters polling that
  * line would be invalidated by every arrival: their release words get a
  * line of their own, and every arrival is one fetch-and-sub.  (Measured on
- * the 16-core host: docs/bench.md.) */
+ * the 16-core host: docs/lab/runs.md.) */
 #define ABAR__PAIR_MAX 2u
 #define ABAR__PAIR   0x100u /* internal flag: expected <= ABAR__PAIR_MAX at init */
 #define ABAR__TICKET 0x200u /* internal flag: a pair without a completion function */
@@ -398,8 +398,8 @@ static inline void abar__prefetch_write(const volatile void *p)
  * most likely its next arrival, an RMW on `state` (on a barrier without
  * leaves), and from here to that RMW is the critical path at T = 3, 4.
  * Asking for the line now overlaps its transfer with the way back: 2.5-3 %
- * a phase at T = 3, 4 on the 16-core host (docs/bench.md, "Where the
- * barrier sits").  The caller is still registered: the barrier is alive.
+ * a phase at T = 3, 4 on the 16-core host (docs/lab/placement.md).
+ * The caller is still registered: the barrier is alive.
  * Returns true, for lean_spin's expression. */
 static inline bool abar__prefetch_next_arrival(const struct abar_impl *b)
 {
@@ -413,7 +413,7 @@ static inline bool abar__prefetch_next_arrival(const struct abar_impl *b)
  * fetches it again, owned.  Asking for it owned first makes that one
  * transfer: 0.957-0.997x the time at T = 2 (four same-line tables on one
  * machine, where an unedited copy of the core gave 0.975-1.017x;
- * docs/bench.md, "A prefetch before the pair's add"). */
+ * docs/lab/where-time-goes.md, "A prefetch before the pair's add"). */
 static inline void abar__prefetch_pair_add(const struct abar_impl *b) { abar__prefetch_write(&b->state); }
 static inline void abar__pause(void)
 {

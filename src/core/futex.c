@@ -51,12 +51,11 @@ uint64_t abar__spin_ns(void)
  * sleepers have recently taken to run again after a wake (wake_ns: each
  * woken sleeper measures it from the completer's woke_at): spin as long as
  * a park would cost, then park.  (Twice that burnt twice the CPU in long
- * waits and did no better under emulated steal: docs/bench.md.)  Where
+ * waits and did no better under emulated steal: docs/lab/steal.md.)  Where
  * wake-ups are fast (µs) that changes little; on a busy host whose halted
  * vCPUs come back in milliseconds it keeps the waiters spinning through
  * the short hiccups that would otherwise park them, each park then costing
- * a millisecond wake (measured: docs/bench.md, "A host that steals
- * vCPUs").
+ * a millisecond wake (measured: docs/lab/steal.md).
  *
  * A thread that waits 10 ms for a late arrival still burns at most
  * ABAR__SPIN_MAX_NS, and only in the first such wait after a run of short

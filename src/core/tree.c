@@ -99,7 +99,7 @@ static _Atomic uint32_t tree_min_cache;
 /* The smallest expected count that gets a tree: ABAR_TREE_MIN from the
  * environment (tests force trees on small barriers with it), else 5: at
  * 3 and 4 threads the single counter was the faster in the same runs
- * (measured on the 16-core host: docs/bench.md). */
+ * (measured on the 16-core host: docs/lab/where-time-goes.md). */
 static uint32_t tree_min(void)
 {
     /* relaxed: every thread computes the same value */
@@ -124,7 +124,7 @@ int abar__tree_setup(struct abar_impl *b, uint32_t expected)
      * host, paired in one process with what came before (the single
      * counter below 9 threads, leaves of 4 from 9), leaves of 2 were faster
      * at 7 and 8 threads, a little at 5 and 6, and level at 9 and 10; leaves
-     * of 4 were the faster from 11 (docs/bench.md). */
+     * of 4 were the faster from 11 (docs/lab/runs.md). */
     const uint32_t fan = expected <= ABAR__TREE_SMALL_MAX ? ABAR__TREE_FANOUT_SMALL : ABAR__TREE_FANOUT;
     uint32_t n = (expected + fan - 1) / fan;
     if (n > ABAR__TREE_LEAVES_MAX) n = ABAR__TREE_LEAVES_MAX;

@@ -44,7 +44,7 @@ static inline bool pending_result(int r) { return r == EBUSY || r == OPEN; }
 /* How long a waiter keeps spinning, at most, while the sleepers of the last
  * phase are still coming back from FUTEX_WAIT (block()): longer than a
  * busy host takes to run a halted vCPU again (milliseconds; with 2 ms,
- * wake-ups slower than that kept a barrier parked for good: docs/bench.md),
+ * wake-ups slower than that kept a barrier parked for good: docs/lab/steal.md),
  * and still a bound if a woken sleeper never comes back (its process
  * stopped). */
 #define ABAR__WAKING_SPIN_NS 20000000u
@@ -101,7 +101,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
      * come back one by one (a sleeping vCPU can take tens of µs to run
      * again), and waiters that park before the last of them arrives must
      * be woken in turn, so that once parked a barrier stays parked, every
-     * phase as slow as a wake-up (measured: docs/bench.md).  The budget
+     * phase as slow as a wake-up (measured: docs/lab/steal.md).  The budget
      * also grows while parks turn out short (abar__spin_budget).  relaxed:
      * a hint. */
     uint64_t budget = b->flags & ABAR_WAIT_PARK ? 0
@@ -315,7 +315,7 @@ static int arrive_and_wait_general(abar_t *b, bool *last);
 
 /* abar_arrive_and_wait on a private pair without a completion function
  * (ABAR__TICKET): the T = 2 critical path, from a waiter seeing its
- * release to its next add (docs/bench.md), with no call and no frame in
+ * release to its next add (docs/lab/where-time-goes.md), with no call and no frame in
  * its usual course: enter()'s hazard slot, the pair's add, the first spin,
  * leave().  Every other course is a tail call: the general path, having
  * touched nothing, where there is no hazard record yet or its slots are
