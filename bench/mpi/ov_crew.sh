@@ -5,7 +5,7 @@
 # each run (--fresh-threads: how the rows were measured before; see
 # docs/mpi.md); 8 x 4 also bound to each rank's share of the CPUs
 # (--bind-to core --map-by slot:PE=2), and 4 x 2 (not oversubscribed)
-# for issue 16's 1.5x row.  SETTLE=S: the kept teams' latency runs first
+# for the 1.5x target's row.  SETTLE=S: the kept teams' latency runs first
 # run S untimed phases (bench_mpi.c --settle).  CONFIGS: which of the
 # configurations (default all).  ROUNDS rounds (default 3), each
 # configuration in turn; each line: MPI_Barrier us and ratio | the
