@@ -1,5 +1,5 @@
 /*
- * ring_bench.c - the producer/consumer ring against its rivals (issue 5).
+ * ring_bench.c - the producer/consumer ring against its rivals.
  *
  * Throughput: one producer, C consumers, every item written in place by the
  * producer (bytes of payload, its sequence number in the first and last
