@@ -1,5 +1,6 @@
 /* wait.c - waiting for a phase: check, spin, park; and the calls built on it. */
 #include "abar_internal.h"
+#include "policy.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -103,14 +104,19 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
      * be woken in turn, so that once parked a barrier stays parked, every
      * phase as slow as a wake-up (measured: docs/lab/steal.md).  The budget
      * also grows while parks turn out short (abar__spin_budget).  relaxed:
-     * a hint. */
-    uint64_t budget = b->flags & ABAR_WAIT_PARK ? 0
-                    : abar__spin_budget(b, atomic_load_explicit(&b->slept, memory_order_relaxed)
-                                               ? ABAR__SLEPT_SPIN_FACTOR : 1);
+     * a hint.  None at all, but for a waiter told to spin, while the host
+     * takes CPUs or phases stall for milliseconds (policy.c): park after
+     * the first spin. */
+    uint64_t budget = (b->flags & ABAR_WAIT_PARK) ||
+                              (!oversubscribed && !(b->flags & ABAR_WAIT_SPIN) && abar__park_soon())
+                          ? 0
+                          : abar__spin_budget(b, atomic_load_explicit(&b->slept, memory_order_relaxed)
+                                                     ? ABAR__SLEPT_SPIN_FACTOR : 1);
     const uint64_t deadline =
         abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec : UINT64_MAX;
     uint64_t t0 = 0; /* read lazily: most waits end before the first clock read */
     uint64_t t1 = 0; /* when the budget started: t0, or when the last sleeper was seen */
+    uint64_t seen = 0; /* the last clock read */
     for (unsigned i = 1; budget || (b->flags & ABAR_WAIT_SPIN); i++) {
         /* Poll the release words: only a completer and a cancel write them,
          * and they share no line with the arrivals.  The usual news: our
@@ -128,6 +134,10 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
         if (i % 64 == 0 || oversubscribed) {
             uint64_t now = abar__now_ns();
             if (t0 == 0) t0 = t1 = now;
+            /* a jump since the last read: this thread's CPU was taken
+             * (policy.c; yielding, a jump says nothing) */
+            if (!oversubscribed && seen != 0) abar__spin_gap(now, now - seen);
+            seen = now;
             if (now >= deadline) {
                 r = look(b, t, &s); /* a verdict the futex word cannot show (finished) */
                 return pending_result(r) ? ETIMEDOUT : r;
@@ -188,6 +198,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
         }
         /* relaxed (both): a hint to the next phase's spinners */
         atomic_fetch_add_explicit(&b->asleep[t.raw & 1], 1, memory_order_relaxed);
+        const uint64_t parked = b->flags & ABAR_WAIT_PARK ? 0 : abar__now_ns();
         int slept = abar__futex_wait(&rw->futex, v, pshared, abstime);
         atomic_fetch_sub_explicit(&b->asleep[t.raw & 1], 1, memory_order_relaxed);
         if (slept == ETIMEDOUT) {
@@ -195,6 +206,10 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
             return pending_result(r) ? ETIMEDOUT : r;
         }
         abar__spin_woken(b);
+        /* how long after we parked the completer woke us (policy.c);
+         * relaxed: a hint */
+        if (parked)
+            abar__spin_slept(parked, atomic_load_explicit(&b->woke_at, memory_order_relaxed), abar__now_ns());
     }
 }
 

@@ -1,0 +1,84 @@
+/* policy.c - the host-wide part of the wait policy: when to stop spinning.
+ *
+ * Spinning pays when the thread waited for is running and arrives soon.  It
+ * does not where the host takes CPUs away: a hypervisor that takes a vCPU
+ * for milliseconds takes an idle one first (a halted vCPU's physical CPU is
+ * free), so waiters that spin keep every vCPU busy and the host then takes
+ * one whose thread the phase needs, and the phase stalls for the whole
+ * burst, every few phases.  Waiters that park leave their vCPUs idle for
+ * the host to take instead: a phase then costs a wake-up (0.1-0.3 ms on the
+ * VMs where spinning took 2-3 ms a phase; docs/bench.md).
+ *
+ * So the waiters look for two signs, each as cheap as what they do anyway:
+ *  - a spinner's clock reads, 64 rounds apart, ABAR__GAP_NS or more apart:
+ *    it was not running meanwhile: its CPU was taken (by the host, or by
+ *    another thread of this machine: a CPU shared either way);
+ *  - a sleeper released ABAR__STALL_NS or more after it parked: the phase
+ *    stalled far longer than a wake-up, and its spin was wasted.
+ * ABAR__SIGNS of them, each within ABAR__SIGN_WINDOW_NS of the last, start
+ * a park-soon stretch: every waiter of every barrier of the process parks
+ * after its first, lean spin (a few µs), for ABAR__CALM_NS.  When it ends,
+ * waiters spin again: where spinning pays again nothing brings the stretch
+ * back; where the host still takes CPUs the signs come back within a few
+ * phases and start a stretch twice as long (up to 32 times), so the tries
+ * cost less and less.  Oversubscribed waits (more threads than CPUs) keep
+ * their own rule (wait.c): they yield as they spin, so their clock jumps
+ * say nothing.
+ *
+ * The state is the process's, not a barrier's: the host takes CPUs from
+ * the whole process.  All of it is hints: relaxed, racy updates lose at
+ * most a sign. */
+#include "abar_internal.h"
+#include "policy.h"
+
+_Atomic uint64_t abar__calm_until;
+static _Atomic uint64_t calm_end;   /* when the last stretch ended or ends, 0 if none yet */
+static _Atomic uint32_t calm_shift; /* the next stretch lasts ABAR__CALM_NS << this */
+static _Atomic uint64_t sign_at;    /* when the last sign was seen */
+static _Atomic uint32_t signs;      /* signs in a row, each within the window of the last */
+
+bool abar__park_soon_slow(void)
+{
+    uint64_t u = atomic_load_explicit(&abar__calm_until, memory_order_relaxed);
+    if (u == 0) return false;
+    if (abar__now_ns() < u) return true;
+    /* over: spin again (a stretch started meanwhile stays) */
+    atomic_compare_exchange_strong_explicit(&abar__calm_until, &u, 0, memory_order_relaxed,
+                                            memory_order_relaxed);
+    return false;
+}
+
+static void sign(uint64_t now)
+{
+    const uint64_t last = atomic_load_explicit(&sign_at, memory_order_relaxed);
+    atomic_store_explicit(&sign_at, now, memory_order_relaxed);
+    const uint32_t n = now - last < ABAR__SIGN_WINDOW_NS
+                           ? atomic_load_explicit(&signs, memory_order_relaxed) + 1 : 1;
+    if (n < ABAR__SIGNS) {
+        atomic_store_explicit(&signs, n, memory_order_relaxed);
+        return;
+    }
+    atomic_store_explicit(&signs, 0, memory_order_relaxed);
+    const uint64_t end = atomic_load_explicit(&calm_end, memory_order_relaxed);
+    uint32_t sh = atomic_load_explicit(&calm_shift, memory_order_relaxed);
+    if (end != 0 && now >= end) { /* a stretch ended: how soon the signs came back */
+        if (now - end < (uint64_t)ABAR__CALM_NS << sh) sh = sh < ABAR__CALM_SHIFT_MAX ? sh + 1 : sh;
+        else if (now - end >= ABAR__CALM_RESET_NS) sh = 0;
+        atomic_store_explicit(&calm_shift, sh, memory_order_relaxed);
+    }
+    const uint64_t until = now + ((uint64_t)ABAR__CALM_NS << sh);
+    atomic_store_explicit(&calm_end, until, memory_order_relaxed);
+    atomic_store_explicit(&abar__calm_until, until, memory_order_relaxed);
+}
+
+void abar__spin_gap(uint64_t now, uint64_t gap)
+{
+    if (gap >= ABAR__GAP_NS) sign(now);
+}
+
+void abar__spin_slept(uint64_t parked, uint64_t woke, uint64_t now)
+{
+    /* woke before parked: a wake of another phase (or a cancel's, or none):
+     * says nothing about this one */
+    if (woke >= parked && woke - parked >= ABAR__STALL_NS) sign(now);
+}

@@ -1,0 +1,47 @@
+/* policy.h - when waiters stop spinning early: the host-wide part of the
+ * wait policy (policy.c).  The per-barrier spin budget is futex.c's. */
+#ifndef ABAR_POLICY_H
+#define ABAR_POLICY_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A spinner's clock reads, 64 rounds apart, further apart than this: the
+ * thread did not run meanwhile (its CPU was taken). */
+#define ABAR__GAP_NS 50000u
+/* A release this long after a waiter parked: the phase stalled far longer
+ * than a wake-up, and spinning through it would have been wasted. */
+#define ABAR__STALL_NS 1000000u
+/* Signs of either kind, this many, each within the window of the last,
+ * start a park-soon stretch. */
+#define ABAR__SIGNS 3u
+#define ABAR__SIGN_WINDOW_NS 20000000u
+/* A park-soon stretch lasts ABAR__CALM_NS, doubled each time signs start
+ * one again within that long after the last one ended (up to
+ * ABAR__CALM_SHIFT_MAX doublings), back to the base when they come a
+ * second or more after it. */
+#define ABAR__CALM_NS 50000000u
+#define ABAR__CALM_SHIFT_MAX 5u
+#define ABAR__CALM_RESET_NS 1000000000u
+
+/* When the current park-soon stretch ends (ns, abar__now_ns), 0 if none. */
+extern _Atomic uint64_t abar__calm_until;
+
+bool abar__park_soon_slow(void);
+
+/* Whether a waiter should skip its spin budget and park after its first
+ * spin: inside a park-soon stretch.  relaxed: a hint. */
+static inline bool abar__park_soon(void)
+{
+    return atomic_load_explicit(&abar__calm_until, memory_order_relaxed) != 0 && abar__park_soon_slow();
+}
+
+/* A spinner saw its clock jump by `gap` ns at `now` (block()). */
+void abar__spin_gap(uint64_t now, uint64_t gap);
+
+/* A sleeper is back from FUTEX_WAIT at `now`, having parked at `parked`,
+ * woken by the completer's wake noted at `woke` (block()). */
+void abar__spin_slept(uint64_t parked, uint64_t woke, uint64_t now);
+
+#endif

@@ -1,0 +1,180 @@
+/*
+ * test_core_policy.c - the host-wide wait policy (policy.c): waiters whose
+ * spins do not pay, because phases stall for milliseconds or because their
+ * CPU is taken while they spin, park soon; and spin again once that stops.
+ */
+#include "core_api.h"
+#include "policy.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+static uint64_t thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void pin0(void)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(0, &set);
+    CHECK_EQ(pthread_setaffinity_np(pthread_self(), sizeof set, &set), 0);
+}
+
+static abar_t sb;
+static _Atomic unsigned late_ms; /* the peer's delay before each arrival */
+
+/* arrives (intptr_t)arg times, each late_ms late */
+static void *late_peer(void *arg)
+{
+    for (intptr_t i = 0; i < (intptr_t)arg; i++) {
+        usleep(atomic_load(&late_ms) * 1000u);
+        CHECK_EQ(abar_arrive_and_wait(&sb), 0);
+    }
+    return NULL;
+}
+
+/* Phases that each stall 3 ms (a peer arrives late, every time): after a
+ * few, the waiter no longer spends its spin budget on them (250 µs a wait
+ * before: 50 µs, five times after a release that woke sleepers) but parks
+ * after its first spin: the median CPU time of the last eight waits is
+ * well under 120 µs. */
+TEST(stalled_phases_make_waiters_park_soon)
+{
+    CHECK_EQ(abar_init(&sb, 2, NULL), 0);
+    atomic_store(&late_ms, 3);
+    enum { N = 16 };
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, late_peer, (void *)(intptr_t)N), 0);
+    uint64_t cpu[N];
+    for (unsigned i = 0; i < N; i++) {
+        const uint64_t c0 = thread_cpu();
+        CHECK_EQ(abar_arrive_and_wait(&sb), 0);
+        cpu[i] = thread_cpu() - c0;
+    }
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    uint64_t last[8];
+    memcpy(last, cpu + N - 8, sizeof last);
+    for (unsigned a = 1; a < 8; a++)
+        for (unsigned k = a; k > 0 && last[k] < last[k - 1]; k--) {
+            const uint64_t t = last[k];
+            last[k] = last[k - 1];
+            last[k - 1] = t;
+        }
+    const uint64_t med = (last[3] + last[4]) / 2;
+    if (med >= 120000u) {
+        fprintf(stderr, "median CPU of the last 8 waits on 3 ms stalls: %llu ns:", (unsigned long long)med);
+        for (unsigned i = 0; i < N; i++) fprintf(stderr, " %llu", (unsigned long long)cpu[i]);
+        fputc('\n', stderr);
+        _exit(1);
+    }
+    CHECK(abar__park_soon());
+    CHECK_EQ(abar_destroy(&sb), 0);
+}
+
+/* A waiter that spins while another thread takes its CPU (both pinned to
+ * CPU 0, the waiter at nice 19, the other burning 1 ms of every 2; the
+ * spin budget 200 ms through ABAR_SPIN_NS) sees its clock jump whenever
+ * that thread runs: after a few jumps waiters park soon, so the next wait,
+ * 20 ms long, burns well under 2 ms (it would spin through). */
+static _Atomic int hog_quit;
+static void *hog(void *arg)
+{
+    (void)arg;
+    pin0();
+    while (!atomic_load_explicit(&hog_quit, memory_order_relaxed)) {
+        const uint64_t t0 = now_ns();
+        while (now_ns() - t0 < 1000000u) {}
+        usleep(1000);
+    }
+    return NULL;
+}
+
+/* one try: the CPU shared for 60 ms, then a wait of 20 ms; its CPU time */
+static uint64_t shared_then_wait(void)
+{
+    atomic_store(&late_ms, 60);
+    atomic_store(&hog_quit, 0);
+    pthread_t th, hg;
+    CHECK_EQ(pthread_create(&hg, NULL, hog, NULL), 0);
+    CHECK_EQ(pthread_create(&th, NULL, late_peer, (void *)(intptr_t)1), 0);
+    CHECK_EQ(abar_arrive_and_wait(&sb), 0); /* 60 ms, sharing CPU 0 with the hog */
+    atomic_store(&hog_quit, 1);
+    CHECK_EQ(pthread_join(hg, NULL), 0);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    atomic_store(&late_ms, 20);
+    CHECK_EQ(pthread_create(&th, NULL, late_peer, (void *)(intptr_t)1), 0);
+    const uint64_t c0 = thread_cpu();
+    CHECK_EQ(abar_arrive_and_wait(&sb), 0); /* 20 ms, CPU 0 ours */
+    const uint64_t c = thread_cpu() - c0;
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    return c;
+}
+
+/* The scheduler decides when the hog runs: three tries, one must pass. */
+TEST(taken_cpu_makes_waiters_park_soon)
+{
+    CHECK_EQ(setenv("ABAR_SPIN_NS", "200000000", 1), 0); /* read once, in this forked case */
+    SKIP_IF(abar_ncpu() < 2, "one CPU: every wait of two is oversubscribed, and yields");
+    pin0();
+    CHECK_EQ(setpriority(PRIO_PROCESS, (id_t)gettid(), 19), 0);
+    CHECK_EQ(abar_init(&sb, 2, NULL), 0);
+    uint64_t c[3];
+    unsigned k = 0;
+    for (; k < 3; k++) {
+        c[k] = shared_then_wait();
+        if (c[k] < 2000000u) break;
+        atomic_store(&abar__calm_until, 0);
+        msleep(100); /* a later stretch starts afresh */
+    }
+    if (k == 3) {
+        fprintf(stderr, "a 20 ms wait after the CPU was shared burnt %llu, %llu, %llu us\n",
+                (unsigned long long)c[0] / 1000, (unsigned long long)c[1] / 1000,
+                (unsigned long long)c[2] / 1000);
+        _exit(1);
+    }
+    CHECK_EQ(abar_destroy(&sb), 0);
+}
+
+/* White box: the stretch's rule (policy.c).  Two signs say nothing, a
+ * third within the window starts a stretch of 50 ms; signs too small
+ * (a clock jump under 50 µs, a release under 1 ms after the park, a wake
+ * older than the park) are none; after the stretch, waiters spin again;
+ * signs right after it start one twice as long. */
+TEST(park_soon_stretch_rule)
+{
+    CHECK(!abar__park_soon());
+    uint64_t now = abar__now_ns();
+    abar__spin_gap(now, ABAR__GAP_NS - 1); /* none */
+    abar__spin_slept(now, now + ABAR__STALL_NS - 1, now); /* none */
+    abar__spin_slept(now, now - 1, now); /* none: a wake before the park */
+    abar__spin_gap(now, ABAR__GAP_NS);
+    abar__spin_slept(now - 2000000, now, now);
+    CHECK(!abar__park_soon());
+    now = abar__now_ns();
+    abar__spin_gap(now, 10 * ABAR__GAP_NS);
+    CHECK(abar__park_soon());
+    uint64_t until = atomic_load(&abar__calm_until);
+    CHECK(until >= now + ABAR__CALM_NS && until <= abar__now_ns() + ABAR__CALM_NS);
+    while (abar__now_ns() < until) msleep(5);
+    CHECK(!abar__park_soon()); /* over: spin again */
+    CHECK_EQ(atomic_load(&abar__calm_until), 0);
+    /* the signs come back at once: twice as long */
+    for (unsigned i = 0; i < ABAR__SIGNS; i++) abar__spin_gap(now = abar__now_ns(), ABAR__GAP_NS);
+    until = atomic_load(&abar__calm_until);
+    CHECK(until >= now + 2ull * ABAR__CALM_NS && until <= abar__now_ns() + 2ull * ABAR__CALM_NS);
+    /* signs spaced wider than the window never start one */
+    atomic_store(&abar__calm_until, 0);
+    for (unsigned i = 0; i < ABAR__SIGNS; i++)
+        abar__spin_gap(abar__now_ns() + (uint64_t)i * 2 * ABAR__SIGN_WINDOW_NS, ABAR__GAP_NS);
+    CHECK(!abar__park_soon());
+}
+
+int main(int argc, char **argv) { return harness_main(argc, argv); }
