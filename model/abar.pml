@@ -120,7 +120,7 @@
  * variant, should it come back),
  * FIX_CANCEL_WAKE (1, as lifecycle.c:120-123 since 8fb3cd8: abar_cancel
  * always wakes; 0: only when PARKED, finding F2),
- * FIX_CANCEL_PARK (1, as wait.c:176 since 177c88b: a parker whose look said
+ * FIX_CANCEL_PARK (1, as wait.c:186 since 177c88b: a parker whose look said
  * "pending" on a cancelled state yields instead of sleeping; 0: it parks,
  * finding F4),
  * NO_ONLY (0: 1 leaves out the plain arrive without a wait in the last
@@ -242,7 +242,7 @@
 #define EDEADLK   35
 #define ETIMEDOUT 110
 #define ECANCELED 125
-#define OPEN      255   /* judge: the token's phase is the open one (wait.c:8) */
+#define OPEN      255   /* judge: the token's phase is the open one (wait.c:9) */
 
 /* The state word, abar_internal.h:4-22 and 46-56, shrunk: pending with a
  * bias of 8 in 4 bits (it reads below 0 while refused arrivals are undone),
@@ -358,22 +358,22 @@ inline snapshot(res, sv)
 /* abar__state_phase, abar_internal.h:198-202 */
 #define STATE_PHASE(c, sv) (STPH(sv) == LO(c) -> (c) : (c) + 1)
 
-/* judge, wait.c:14-26 (EDEADLK needs a completion that waits: not modelled) */
+/* judge, wait.c:15-27 (EDEADLK needs a completion that waits: not modelled) */
 inline judge(res, tk, c, sv)
 {
     if
-    :: tk < c -> res = 0                                             /* wait.c:16 */
-    :: tk >= c && tk > STATE_PHASE(c, sv) -> res = EINVAL            /* wait.c:18 */
-    :: tk >= c && tk < STATE_PHASE(c, sv) -> res = EBUSY             /* wait.c:19 */
-    :: tk >= c && tk == STATE_PHASE(c, sv) && (sv & FIN) -> res = ECANCELED /* wait.c:20 */
+    :: tk < c -> res = 0                                             /* wait.c:17 */
+    :: tk >= c && tk > STATE_PHASE(c, sv) -> res = EINVAL            /* wait.c:19 */
+    :: tk >= c && tk < STATE_PHASE(c, sv) -> res = EBUSY             /* wait.c:20 */
+    :: tk >= c && tk == STATE_PHASE(c, sv) && (sv & FIN) -> res = ECANCELED /* wait.c:21 */
     :: tk >= c && tk == STATE_PHASE(c, sv) && !(sv & FIN) && (sv & CANC) && !COMPLETING(sv) ->
-       res = ECANCELED                                               /* wait.c:23 */
-    :: else -> res = OPEN                                            /* wait.c:25 */
+       res = ECANCELED                                               /* wait.c:24 */
+    :: else -> res = OPEN                                            /* wait.c:26 */
     fi
 }
-#define PENDING(r) ((r) == EBUSY || (r) == OPEN)                     /* wait.c:34 */
+#define PENDING(r) ((r) == EBUSY || (r) == OPEN)                     /* wait.c:35 */
 
-/* look, wait.c:28-32 */
+/* look, wait.c:29-33 */
 inline look(res, tk)
 {
     snapshot(cur, s);
@@ -407,17 +407,17 @@ inline futex_wait(res, val, tmd)
     od
 }
 
-/* block, wait.c:89-199 (with lean_spin and first_polls, wait.c:73-85): spin (unless PARK), then park.  Returns in r. */
+/* block, wait.c:90-214 (with lean_spin and first_polls, wait.c:74-86): spin (unless PARK), then park.  Returns in r. */
 inline block(tk, tmd)
 {
-    /* The spin loop, wait.c:114-158.  Its policy is a free choice each round:
-     * ABAR_WAIT_PARK skips it (wait.c:107), the default leaves it when the
+    /* The spin loop, wait.c:120-168.  Its policy is a free choice each round:
+     * ABAR_WAIT_PARK skips it (wait.c:110), the default leaves it when the
      * budget is spent (and, oversubscribed, after 4 yields per participant:
-     * any round, wait.c:149-152), ABAR_WAIT_SPIN never leaves
-     * it.  A round reads `phase` (wait.c:119; the first 128 rounds,
-     * wait.c:73-85, lean_spin, read only `phase`), then the futex word's cancel
-     * bit (wait.c:122), and looks (wait.c:124) when the bit is set or on every
-     * 1024th round (wait.c:123).  A round whose loads find phase <= tk, the
+     * any round, wait.c:159-162), ABAR_WAIT_SPIN never leaves
+     * it.  A round reads `phase` (wait.c:125; the first 128 rounds,
+     * wait.c:74-86, lean_spin, read only `phase`), then the futex word's cancel
+     * bit (wait.c:128), and looks (wait.c:130) when the bit is set or on every
+     * 1024th round (wait.c:129).  A round whose loads find phase <= tk, the
      * bit clear, and (if it looks) the token still pending changes nothing
      * but the spinner's locals; such rounds are folded into one blocking step
      * that waits until a round can see news: `phase` past tk, the bit, or
@@ -430,35 +430,35 @@ inline block(tk, tmd)
      * caught (P5) by the round's first access. */
     do
     :: atomic { ACCESS; phase > tk || (futex & FUT_CANC) || (state & (CANC | FIN)) || dead } ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:76,119 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:77,125 */
        if
        :: tmp > tk -> r = 0; goto blockdone
        :: else -> skip
        fi;
-       atomic { ACCESS; tmp = futex };                   /* wait.c:122 */
+       atomic { ACCESS; tmp = futex };                   /* wait.c:128 */
        if
-       :: skip ->                                        /* wait.c:122-123: the cancel bit, or i % 1024 == 0 */
+       :: skip ->                                        /* wait.c:128-129: the cancel bit, or i % 1024 == 0 */
           tmp = 0;
-          look(r, tk);                                   /* wait.c:124 */
+          look(r, tk);                                   /* wait.c:130 */
           if :: !PENDING(r) -> goto blockdone :: else -> skip fi
        :: !(tmp & FUT_CANC) -> tmp = 0                   /* no bit, not a 1024th round */
        fi
-    :: tmd ->                                            /* wait.c:131-134: deadline, one more look */
+    :: tmd ->                                            /* wait.c:141-144: deadline, one more look */
        look(r, tk);
        r = (PENDING(r) -> ETIMEDOUT : r);
        goto blockdone
-    :: break                                             /* wait.c:107,152: park */
+    :: break                                             /* wait.c:110,162: park */
     od;
-    /* The park loop, wait.c:168-198. */
+    /* The park loop, wait.c:178-213. */
     do
-    :: atomic { ACCESS; v = futex };                     /* wait.c:173: the word before the look */
-       look(r, tk);                                      /* wait.c:174 */
+    :: atomic { ACCESS; v = futex };                     /* wait.c:183: the word before the look */
+       look(r, tk);                                      /* wait.c:184 */
        if :: !PENDING(r) -> goto blockdone :: else -> skip fi;
-       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:175 */
+       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:185 */
        if
-       :: r == EBUSY -> goto parkagain                   /* wait.c:176-178: yield */
+       :: r == EBUSY -> goto parkagain                   /* wait.c:186-188: yield */
 #if FIX_CANCEL_PARK
-       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:176-178: cancelled, looked complete: yield */
+       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:186-188: cancelled, looked complete: yield */
 #endif
        :: else -> skip
        fi;
@@ -466,7 +466,7 @@ inline block(tk, tmd)
        /* bug 2: sleep without announcing PARKED */
 #else
        if
-       :: !(s & PARKED) ->                               /* wait.c:180-187 */
+       :: !(s & PARKED) ->                               /* wait.c:190-197 */
           atomic {
               ACCESS;
               if
@@ -478,11 +478,11 @@ inline block(tk, tmd)
        :: else -> skip
        fi;
 #endif
-       futex_wait(r, v, tmd);                            /* wait.c:191 */
+       futex_wait(r, v, tmd);                            /* wait.c:202 */
        if
        :: r == ETIMEDOUT ->
-          look(r, tk);                                   /* wait.c:194 */
-          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:195 */
+          look(r, tk);                                   /* wait.c:205 */
+          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:206 */
           goto blockdone
        :: else -> skip
        fi;
@@ -493,7 +493,7 @@ blockdone:
     cur = 0; s = 0; ok = 0; tmp = 0; v = 0
 }
 
-/* enter, wait.c:208-229: announce, then wait out a destroy's mark.
+/* enter, wait.c:223-244: announce, then wait out a destroy's mark.
  *
  * The hazard-slot fences (hazard.c:11-21).  The C orders the slot store
  * before the waiter's next loads with a "light" fence (abar_internal.h:337,
@@ -518,18 +518,18 @@ blockdone:
 inline enter()
 {
 #if PSHARED
-    atomic { ACCESS; inside++ };                         /* wait.c:216 */
+    atomic { ACCESS; inside++ };                         /* wait.c:231 */
 #else
     atomic { ACCESS; slot[_pid] = 1 };                   /* abar_internal.h:336, light fence 337 */
 #endif
     entered = 1;
     do
-    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:221 */
-    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:222: destroyed */
+    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:236 */
+    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:237: destroyed */
        entered = 0; break
     od;
     if
-    :: !entered ->                                       /* wait.c:223 leave */
+    :: !entered ->                                       /* wait.c:238 leave */
 #if PSHARED
        atomic { inside-- }
 #else
@@ -539,24 +539,24 @@ inline enter()
     fi
 }
 
-/* leave, wait.c:233-241: after it this thread touches the barrier no more. */
+/* leave, wait.c:248-256: after it this thread touches the barrier no more. */
 inline leave()
 {
 #if PSHARED
-    atomic { ACCESS; inside-- }                          /* wait.c:236 */
+    atomic { ACCESS; inside-- }                          /* wait.c:251 */
 #else
     atomic { ACCESS; slot[_pid] = 0 }                    /* abar_internal.h:346 */
 #endif
 }
 
-/* wait_registered, wait.c:244-251 (the caller, wait_common, found the token
- * not yet complete on the release words, wait.c:261). */
+/* wait_registered, wait.c:259-266 (the caller, wait_common, found the token
+ * not yet complete on the release words, wait.c:276). */
 inline wait_registered(tk, tmd)
 {
-    enter();                                             /* wait.c:247 */
+    enter();                                             /* wait.c:262 */
     assert(entered);                                     /* no destroy races these waits */
-    block(tk, tmd);                                      /* wait.c:248 */
-    leave()                                              /* wait.c:249 */
+    block(tk, tmd);                                      /* wait.c:263 */
+    leave()                                              /* wait.c:264 */
 }
 
 /* What a returned wait may say (P1, P4). */
@@ -1184,7 +1184,7 @@ inline destroy()
           /* lifecycle.c:96-97: the heavy fence (see enter), then the
            * hazard slots (hazard.c:108-115, read as one step: a slot
            * set after the scan passed it belongs to a waiter that then
-           * sees the mark, wait.c:221) */
+           * sees the mark, wait.c:236) */
           atomic { ACCESS; i = 0; do :: i < NPROC && !slot[i] -> i++ :: else -> break od };
           if
           :: i < NPROC -> atomic { ACCESS; inside = inside & ~INSIDE_DEAD }; r = EBUSY /* lifecycle.c:97-99 */
@@ -1237,9 +1237,9 @@ active [N] proctype worker()
        :: (_pid == 2 || FULL_MENU && _pid != 0) && !(NARR && _pid == 1) -> op = OP_DROP
        :: lastph && _pid != 0 && !NO_ONLY -> op = OP_ONLY
        fi;
-       /* OP_AW is abar_arrive_and_wait: arrive_and_wait (wait.c:356-380),
+       /* OP_AW is abar_arrive_and_wait: arrive_and_wait (wait.c:371-395),
         * and on a private pair without a completion function (PAIR)
-        * pair_arrive_and_wait (wait.c:325-354), the same steps in one path:
+        * pair_arrive_and_wait (wait.c:340-369), the same steps in one path:
         * slot_push (enter), the look for destroy's mark, abar__ticket_add,
         * the first look at `phase` and the spin, pair_block (block),
         * slot_pop (leave).  Its PREFETCHW before the add
@@ -1249,7 +1249,7 @@ active [N] proctype worker()
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
        if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:364 */
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:379 */
        :: else -> skip
        fi;
 #endif
@@ -1259,7 +1259,7 @@ active [N] proctype worker()
        :: else -> arrive(ARRN, op == OP_DROP)
        fi;
 #else
-       arrive(ARRN, op == OP_DROP);                      /* wait.c:369 / arrive.c:128, 209-226 */
+       arrive(ARRN, op == OP_DROP);                      /* wait.c:384 / arrive.c:128, 209-226 */
 #endif
 #if MUTANT == 6
        if :: op == OP_AW -> enter() :: else -> skip fi;
@@ -1275,29 +1275,29 @@ active [N] proctype worker()
           leave(); left = 1;                             /* bug 13: leaves right after its arrival */
 #endif
           if
-          :: lst -> skip                                 /* wait.c:372: we completed it */
+          :: lst -> skip                                 /* wait.c:387: we completed it */
           :: else ->
-             atomic { ACCESS; tmp = phase };             /* wait.c:375: released meanwhile? */
+             atomic { ACCESS; tmp = phase };             /* wait.c:390: released meanwhile? */
              if
 #if MUTANT == 12
              :: tmp >= tp -> tmp = 0                     /* bug 12: `phase` == tp taken as released */
 #else
-             :: tmp > tp -> tmp = 0                      /* wait.c:375 */
+             :: tmp > tp -> tmp = 0                      /* wait.c:390 */
 #endif
 #if MUTANT == 13
              :: else -> tmp = 0; wait_registered(tp, 0)  /* bug 13: then waits as abar_wait does */
 #else
-             :: else -> tmp = 0; block(tp, 0)            /* wait.c:376-377 */
+             :: else -> tmp = 0; block(tp, 0)            /* wait.c:391-392 */
 #endif
              fi
           fi;
           check_wait(tp, r, 0)
        :: r == 0 && (op == OP_SPLIT || op == OP_TIMED) ->
-          do                                             /* wait_common, wait.c:253-273 */
-          :: atomic { ACCESS; tmp = phase };             /* wait.c:261 */
+          do                                             /* wait_common, wait.c:268-288 */
+          :: atomic { ACCESS; tmp = phase };             /* wait.c:276 */
              if
              :: tp < tmp -> r = 0; tmp = 0
-             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:272 */
+             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:287 */
              fi;
              check_wait(tp, r, timed);
              if
@@ -1308,7 +1308,7 @@ active [N] proctype worker()
        :: else -> skip
        fi;
        if
-       :: op == OP_AW && !left -> leave()                /* wait.c:378 */
+       :: op == OP_AW && !left -> leave()                /* wait.c:393 */
        :: else -> skip
        fi;
        if
@@ -1353,7 +1353,7 @@ active proctype canceller()
 #endif
 
 #if OBSERVER
-/* A non-participant: abar_current, then abar_wait (lifecycle.c:136-144, then wait.c:253-275). */
+/* A non-participant: abar_current, then abar_wait (lifecycle.c:136-144, then wait.c:268-290). */
 active proctype observer()
 {
     byte tp, cur, ph1, ph2, gsr, gtr, tmp, i, v;
@@ -1368,10 +1368,10 @@ active proctype observer()
     fi;
     if
     :: r == 0 && tp < NPH ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:261 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:276 */
        if
        :: tp < tmp -> r = 0; tmp = 0
-       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:272 */
+       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:287 */
        fi;
        check_wait(tp, r, 0)
     :: else -> skip
