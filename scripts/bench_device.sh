@@ -49,11 +49,18 @@ prepare)
   fi
   cmake --build "$build/b" -j2 --target abar-bench abar-bench-omp-gomp-bin abar-bench-omp-llvm-bin \
     abar-bench-pthread abar_pthread >/dev/null
+  # the teams' rows (bench/team): abar_run and the clusters against each
+  # OpenMP runtime's parallel region; a runtime the build left out is skipped
+  cmake --build "$build/b" -j2 --target team-bench-gomp-bin >/dev/null 2>&1 || echo "team-bench-gomp not built" >&2
+  cmake --build "$build/b" -j2 --target team-bench-llvm-bin >/dev/null 2>&1 || echo "team-bench-llvm not built" >&2
   rm -rf "$root/.carry/bin" "$root/.carry/lib" "$root/.carry/labs"
   mkdir -p "$root/.carry/bin" "$root/.carry/lib" "$root/.carry/labs"
   git -C "$root" rev-parse HEAD >"$root/.carry/COMMIT"
   for b in abar-bench abar-bench-omp-gomp abar-bench-omp-llvm abar-bench-pthread; do
     if [ -x "$build/b/bench/core/$b" ]; then cp "$build/b/bench/core/$b" "$root/.carry/bin/"; fi
+  done
+  for b in team-bench-gomp team-bench-llvm; do
+    if [ -x "$build/b/bench/team/$b" ]; then cp "$build/b/bench/team/$b" "$root/.carry/bin/"; fi
   done
   # the interposer for the drop-in rows (run_all.sh finds it in ../lib)
   if [ -e "$build/b/src/pthread/libabar-pthread.so" ]; then
@@ -107,6 +114,13 @@ run)
     (command -v lscpu >/dev/null && lscpu | grep -E '^(CPU\(s\)|Thread|Core|Socket|NUMA node\(s\)|Model name|L[123])') || true
     for b in "$root"/.carry/bin/*; do echo "# $(basename "$b"): $(ldd "$b" 2>&1 | tr '\n' ' ' | cut -c1-200)"; done
     bash "$root/bench/core/run_all.sh" --bin "$root/.carry/bin" --out "$out" "$@"
+    # teams at every CPU: one team of P = every CPU, clusters of 2 and of
+    # teams of 8, against each runtime's parallel region and barrier
+    for b in team-bench-gomp team-bench-llvm; do
+      [ -x "$root/.carry/bin/$b" ] || continue
+      echo "== $b $(nproc) ${ABAR_TEAM_ROUNDS:-7}"
+      "$root/.carry/bin/$b" "$(nproc)" "${ABAR_TEAM_ROUNDS:-7}"
+    done | tee "$out/team.txt"
     labs=$root/.carry/labs
     if [ -x "$labs/pairlab" ]; then
       for pair in "0 1" "3 12"; do "$labs/pairlab" $pair 7; done | tee "$out/pairlab.txt"

@@ -368,6 +368,11 @@ static inline void hv_start(double cpus)
     setpriority(PRIO_PROCESS, 0, 0); /* the calling thread keeps its own nice */
 }
 
+/* A steal row's rounds: 50 ms each, whatever --quick says (a round must
+ * span many bursts of 1..5 ms), 4 of them (--quick) or 8, within 1 s. */
+typedef struct bopts bopts_t;
+static inline bopts_t steal_opts(const bopts_t *o);
+
 /* Stops them; returns the CPUs-worth they took. */
 static inline double hv_stop(void)
 {
@@ -602,7 +607,7 @@ static inline void rctl_row(const rctl_t *rc, const char *scen, const char *impl
 }
 
 /* ---- options shared by every binary ---------------------------------------- */
-typedef struct bopts {
+struct bopts {
     int quick;
     unsigned max_threads;   /* 0: all allowed CPUs */
     const char *only;       /* comma-separated scenario names, or NULL */
@@ -611,7 +616,16 @@ typedef struct bopts {
     unsigned burn_reps;
     const char *tag;        /* --tag NAME: abar rows named NAME-default/-spin/-park */
     int abar_only;          /* --abar-only: no rivals */
-} bopts_t;
+};
+
+static inline bopts_t steal_opts(const bopts_t *o)
+{
+    bopts_t s = *o;
+    s.round_ns = 50000000u;
+    s.rounds = o->quick ? 4 : 8;
+    s.cap_ns = 1000000000u;
+    return s;
+}
 
 static inline int scen_on(const bopts_t *o, const char *name)
 {

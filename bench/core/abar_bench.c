@@ -498,8 +498,9 @@ static void steal_ts(unsigned max, unsigned ts[4], unsigned *n)
     }
 }
 
-static void scen_steal(const bopts_t *o)
+static void scen_steal(const bopts_t *oo)
 {
+    const bopts_t so = steal_opts(oo), *o = &so;
     const char *e = getenv("ABAR_BENCH_STEAL_CPUS");
     char list[128];
     snprintf(list, sizeof list, "%s", e && *e ? e : "2");

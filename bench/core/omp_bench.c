@@ -130,6 +130,7 @@ int main(int argc, char **argv)
         hsteal_row(bin, "lat", h0);
     }
     if (scen_on(&o, "steal")) { /* as abar-bench's steal scenario (scen_steal) */
+        const bopts_t so = steal_opts(&o);
         const char *e = getenv("ABAR_BENCH_STEAL_CPUS");
         char list[128];
         snprintf(list, sizeof list, "%s", e && *e ? e : "2");
@@ -143,7 +144,7 @@ int main(int argc, char **argv)
                 const unsigned t = T * q / 4;
                 if (t < 2 || (q > 1 && t == T * (q - 1) / 4)) continue;
                 hv_start(S);
-                measure(scen, t, 1, &o, o.cap_ns, M_LAT, 0, "-");
+                measure(scen, t, 1, &so, so.cap_ns, M_LAT, 0, "-");
                 const double got = hv_stop();
                 stats_t st = { got, got, got, 1 };
                 row("stealgot", OMP_IMPL_NAME, t, scen, st, 0, "cpus", "");

@@ -5,8 +5,10 @@
  *            OpenMP: gcc -fopenmp for libgomp, clang -fopenmp=libomp for libomp)
  *   barrier  one phase of: a flat abar_t over the P threads of a launch
  *            (abar_arrive_and_wait), abar_team_sync over one team of P,
- *            abar_cluster_sync over 2 teams of P/2 (hierarchical), and
- *            `#pragma omp barrier` over P OpenMP threads
+ *            abar_cluster_sync over 2 teams of P/2 (hierarchical) and over
+ *            teams of 8 (P rounded down to a multiple of 8, when that makes
+ *            two teams or more; the flat barrier over the same threads
+ *            beside it), and `#pragma omp barrier` over P OpenMP threads
  *   oversub  more threads than CPUs (n in the affinity mask), on the default
  *            pool (which grows to fit): abar_team_sync over a team of 2n,
  *            abar_cluster_sync over clusters of 4 teams of n (4n) and of 2n
@@ -127,7 +129,7 @@ static double omp_barrier_round(unsigned P)
 
 /* ---- barrier latency inside a launch -------------------------------------------- */
 
-enum { FLAT, TEAM, CLUSTER };
+enum { FLAT, TEAM, CLUSTER, CLUSTER8 };
 static abar_t flat;
 static _Atomic uint64_t t_begin, t_end;
 
@@ -147,6 +149,7 @@ static void barrier_kernel(abar_thread_t *self, void *arg)
         for (int i = 0; i < PHASES; i++) r |= abar_team_sync(self);
         break;
     case CLUSTER:
+    case CLUSTER8:
         for (int i = 0; i < PHASES; i++) r |= abar_cluster_sync(self);
         break;
     }
@@ -156,7 +159,9 @@ static void barrier_kernel(abar_thread_t *self, void *arg)
 
 static double barrier_round(unsigned P, int kind)
 {
-    abar_launch_t cfg = kind == CLUSTER ? (abar_launch_t){ 2, P / 2, 2, 0 } : (abar_launch_t){ 1, P, 1, 0 };
+    abar_launch_t cfg = kind == CLUSTER    ? (abar_launch_t){ 2, P / 2, 2, 0 }
+                        : kind == CLUSTER8 ? (abar_launch_t){ P / 8, 8, P / 8, 0 }
+                                           : (abar_launch_t){ 1, P, 1, 0 };
     if (abar_init(&flat, P, NULL) != 0) exit(1);
     if (abar_run(&cfg, barrier_kernel, &kind) != 0) { fprintf(stderr, "abar_run failed\n"); exit(1); }
     (void)abar_destroy(&flat);
@@ -269,12 +274,16 @@ int main(int argc, char **argv)
     if (P == 0) P = abar_pool_threads();
     if (P > abar_pool_threads() && abar_pool_configure(P, 0) != 0) return 1;
     unsigned Pc = P & ~1u; /* the cluster rows need an even count */
+    unsigned P8 = P & ~7u;  /* teams of 8: a multiple of 8 */
+    const int same8 = P8 == 16 && Pc == 16; /* 2 teams of 8: the 2x row itself */
 
     struct series la = { "launch", "abar_run", P, "empty", { 0 }, 0, LAUNCHES, NULL };
     struct series bf = { "barrier", "abar-flat", P, "in-launch", { 0 }, 0, PHASES, NULL };
     struct series bt = { "barrier", "abar_team_sync", P, "1x", { 0 }, 0, PHASES, NULL };
     struct series bf2 = { "barrier", "abar-flat", Pc, "in-launch", { 0 }, 0, PHASES, NULL };
     struct series bc = { "barrier", "abar_cluster_sync", Pc, "2x", { 0 }, 0, PHASES, NULL };
+    struct series bf8 = { "barrier", "abar-flat", P8, "in-launch", { 0 }, 0, PHASES, NULL };
+    struct series b8 = { "barrier", "abar_cluster_sync", P8, "x8", { 0 }, 0, PHASES, NULL };
 #ifdef _OPENMP
     struct series lo = { "launch", OMP_IMPL_NAME, P, "empty", { 0 }, 0, LAUNCHES, NULL };
     struct series bo = { "barrier", OMP_IMPL_NAME, P, "omp-barrier", { 0 }, 0, PHASES, NULL };
@@ -287,6 +296,9 @@ int main(int argc, char **argv)
     char bt_param[32];
     snprintf(bt_param, sizeof bt_param, "1x%u", P);
     bt.param = bt_param;
+    char b8_param[32];
+    snprintf(b8_param, sizeof b8_param, "%ux8", P8 / 8);
+    b8.param = b8_param;
 
     printf("scenario,impl,threads,param,median,min,max,rounds,phases,unit,flags\n");
     for (int r = 0; r < rounds; r++) {
@@ -301,6 +313,10 @@ int main(int argc, char **argv)
             bf2.v[bf2.n++] = Pc == P ? bf.v[bf.n - 1] : barrier_round(Pc, FLAT);
             bc.v[bc.n++] = barrier_round(Pc, CLUSTER);
         }
+        if (P8 >= 16 && !same8) {
+            bf8.v[bf8.n++] = P8 == P ? bf.v[bf.n - 1] : P8 == Pc ? bf2.v[bf2.n - 1] : barrier_round(P8, FLAT);
+            b8.v[b8.n++] = barrier_round(P8, CLUSTER8);
+        }
     }
     row(&la);
 #ifdef _OPENMP
@@ -313,14 +329,19 @@ int main(int argc, char **argv)
 #endif
     if (Pc >= 2 && Pc != P) row(&bf2);
     if (Pc >= 2) row(&bc);
+    if (P8 >= 16 && P8 != P && P8 != Pc) row(&bf8);
+    if (P8 >= 16 && !same8) row(&b8);
     /* the targets, as comments */
 #ifdef _OPENMP
-    printf("# launch: abar_run / %s parallel = %.2f (target <= 1 for libgomp)\n", OMP_IMPL_NAME,
+    printf("# launch: abar_run / %s parallel = %.2f (target <= 0.8)\n", OMP_IMPL_NAME,
            median(&la) / median(&lo));
 #endif
     if (Pc >= 2)
         printf("# barrier: cluster_sync(2 teams) / flat = %.2f (target <= 1.3); team_sync / flat = %.2f\n",
                median(&bc) / median(&bf2), median(&bt) / median(&bf));
+    if (P8 >= 16)
+        printf("# barrier: cluster_sync(%u teams of 8) / flat = %.2f (target <= 1)\n", P8 / 8,
+               same8 ? median(&bc) / median(&bf2) : median(&b8) / median(&bf8));
     oversubscribed(rounds < 5 ? rounds : 5);
     return 0;
 }
