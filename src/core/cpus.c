@@ -5,9 +5,11 @@
  * a 64-CPU host may run on all 64 CPUs (its affinity mask says 64) but only
  * for 2 CPUs' worth of time per period: the kernel throttles it beyond that.
  * Waiters that spin as if every thread had a CPU then burn the quota that
- * the threads they wait for need.  abar__ncpu (futex.c) takes the smaller of
- * the affinity mask and what this file finds. */
+ * the threads they wait for need.  abar__ncpu (futex.c; the Linux backend's
+ * abar__os_ncpu) takes the smaller of the affinity mask and what this file
+ * finds.  Elsewhere nothing calls it but the tests (no such files: 0). */
 #include "abar_internal.h"
+#include "os.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +36,7 @@ __attribute__((constructor)) static void prefetchw_probe(void)
  * an unreadable file or one this does not understand. */
 static unsigned quota_cpus(const char *path)
 {
-    FILE *f = fopen(path, "re");
+    FILE *f = fopen(path, ABAR__FOPEN_READ);
     if (f == NULL) return 0;
     char quota[32];
     unsigned long long period = 0;
@@ -58,7 +60,7 @@ unsigned abar__cgroup_cpus(const char *root)
 {
     char path[CG_PATH + 64], line[CG_PATH];
     snprintf(path, sizeof path, "%s/proc/self/cgroup", root);
-    FILE *f = fopen(path, "re");
+    FILE *f = fopen(path, ABAR__FOPEN_READ);
     if (f == NULL) return 0;
     bool v2 = false;
     while (fgets(line, sizeof line, f))

@@ -1,13 +1,10 @@
-/* futex.c - parking: the Linux futex calls, the spin budget, the clock. */
+/* futex.c - parking: the spin budget, the CPU count, the clock.  The
+ * wait/wake calls themselves are the backend's (os.h). */
 #define _GNU_SOURCE
 #include "abar_internal.h"
+#include "os.h"
 
-#include <errno.h>
-#include <linux/futex.h>
-#include <sched.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 /* How long a waiter spins before it parks, unless ABAR_SPIN_NS says otherwise.
  * Long enough to cover a phase when every thread has its own core (a few µs),
@@ -117,23 +114,15 @@ void abar__spin_woken(struct abar_impl *b)
 
 /* The CPUs this process may run on: the main thread's affinity mask (where
  * taskset, a cpuset or a container's CPU set shows), at most the online
- * CPUs, and at most what a cgroup CPU quota buys (cpus.c).  Read once, when
- * the library is loaded (below), before a program pins its threads to a
- * CPU each: the calling thread's own mask would then say 1.  The main
- * thread's id is the process id. */
+ * CPUs, and at most what a CPU quota buys (a cgroup's, cpus.c): the
+ * backend's abar__os_ncpu.  Read once, when the library is loaded (below),
+ * before a program pins its threads to a CPU each: the calling thread's
+ * own mask would then say 1. */
 unsigned abar__ncpu(void)
 {
     unsigned v = atomic_load_explicit(&abar__ncpu_cache, memory_order_relaxed);
     if (v) return v;
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    v = n > 0 ? (unsigned)n : 1;
-    cpu_set_t set;
-    if (sched_getaffinity(getpid(), sizeof set, &set) == 0) {
-        int c = CPU_COUNT(&set);
-        if (c > 0 && (unsigned)c < v) v = (unsigned)c;
-    }
-    const unsigned q = abar__cgroup_cpus("");
-    if (q && q < v) v = q;
+    v = abar__os_ncpu();
     atomic_store_explicit(&abar__ncpu_cache, v, memory_order_relaxed);
     return v;
 }
@@ -147,30 +136,4 @@ uint64_t abar__now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Wakes every thread sleeping on word.  Touches only the address, never the
- * memory: the barrier may already be destroyed and freed by a released
- * waiter, and FUTEX_WAKE on such an address is harmless (at worst a spurious
- * wake-up, which every futex user tolerates). */
-void abar__futex_wake_all(_Atomic uint32_t *word, bool pshared)
-{
-    int op = FUTEX_WAKE | (pshared ? 0 : FUTEX_PRIVATE_FLAG);
-    int saved = errno;
-    syscall(SYS_futex, (void *)word, op, INT32_MAX, NULL, NULL, 0);
-    errno = saved;
-}
-
-/* Sleeps while *word == val, until woken or the CLOCK_MONOTONIC deadline.
- * Returns 0 (woken, value changed, or signal: the caller re-checks) or ETIMEDOUT. */
-int abar__futex_wait(_Atomic uint32_t *word, uint32_t val, bool pshared,
-                     const struct timespec *abstime)
-{
-    int op = FUTEX_WAIT_BITSET | (pshared ? 0 : FUTEX_PRIVATE_FLAG);
-    int saved = errno; /* the caller's errno is not ours to change */
-    long r = syscall(SYS_futex, (void *)word, op, val, abstime, NULL,
-                     FUTEX_BITSET_MATCH_ANY);
-    int err = r == -1 ? errno : 0;
-    errno = saved;
-    return err == ETIMEDOUT ? ETIMEDOUT : 0; /* woken, EAGAIN or EINTR: caller re-checks */
 }

@@ -11,35 +11,28 @@
  * The slot store must be ordered before the waiter's next loads (the
  * barrier's words), and destroy's mark before its loads of the slots: a
  * store-load pair, which needs a full fence on each side.  A waiter pays it
- * every wait, destroy rarely, so the fence is asymmetric where Linux allows
- * (membarrier, 4.14+): waiters keep only the compiler's order, and destroy
- * makes every running thread of the process execute a full fence.  A waiter
- * whose slot store is still buffered is running, so membarrier's fence
- * orders it before destroy's slot loads; a waiter not running has been
- * switched out, which fences too.  Either its slot is seen, or its loads
- * come after the fence and see destroy's mark.  Where membarrier is refused
- * (old kernel, seccomp, an emulator), both sides use a seq_cst fence. */
+ * every wait, destroy rarely, so the fence is asymmetric where the system
+ * allows (the backend's abar__os_membarrier, os.h: Linux's membarrier,
+ * 4.14+, or Windows' FlushProcessWriteBuffers): waiters keep only the
+ * compiler's order, and destroy makes every running thread of the process
+ * execute a full fence.  A waiter whose slot store is still buffered is
+ * running, so that fence orders it before destroy's slot loads; a waiter
+ * not running has been switched out, which fences too.  Either its slot is
+ * seen, or its loads come after the fence and see destroy's mark.  Where
+ * there is no such call (the portable backend) or it is refused (old
+ * kernel, seccomp, an emulator), both sides use a seq_cst fence. */
 #define _GNU_SOURCE
 #include "abar_internal.h"
+#include "os.h"
 
-#include <errno.h>
-#include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 /* Decided before any thread can be in abar (a constructor; again in a fork
  * child, single-threaded then): a plain bool every thread reads. */
 bool abar__hazard_asym;
 
-static void hazard_register(void)
-{
-    int saved = errno;
-    abar__hazard_asym =
-        syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-    errno = saved;
-}
+static void hazard_register(void) { abar__hazard_asym = abar__os_membarrier_register(); }
 
 __attribute__((constructor)) static void hazard_setup(void)
 {
@@ -49,12 +42,7 @@ __attribute__((constructor)) static void hazard_setup(void)
 
 void abar__hazard_fence_heavy(void)
 {
-    if (abar__hazard_asym) {
-        int saved = errno;
-        /* Cannot fail: the process is registered (EPERM is the only error). */
-        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
-        errno = saved;
-    }
+    if (abar__hazard_asym) abar__os_membarrier();
     /* seq_cst fence: our own half (the whole pair without membarrier) */
     atomic_thread_fence(memory_order_seq_cst);
 }

@@ -13,6 +13,7 @@
  * runtime's); the teams' and clusters' barriers are abar_t. */
 #define _GNU_SOURCE
 #include "abar_internal.h"
+#include "os.h"
 #include "team_internal.h"
 
 #include <errno.h>
@@ -43,8 +44,7 @@ static unsigned env_uint(const char *name, unsigned dflt, unsigned max)
 /* The CPUs this process may run on (its affinity mask), else the online ones. */
 static unsigned usable_cpus(void)
 {
-    cpu_set_t set;
-    int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    int n = abar__os_cpus(NULL, 0);
     unsigned v = n > 0 ? (unsigned)n : abar__ncpu();
     return v < ABAR_POOL_THREADS_MAX ? v : ABAR_POOL_THREADS_MAX;
 }
@@ -195,10 +195,7 @@ static int pool_start(struct abar__pool **out, unsigned least)
     p->slots = zalloc_aligned((size_t)n * sizeof *p->slots);
     p->teams = zalloc_aligned((size_t)n * sizeof *p->teams);
     p->xflags = zalloc_aligned((size_t)n * sizeof *p->xflags);
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) != 0) CPU_SET(0, &set);
-    int ncpu = CPU_COUNT(&set);
+    int ncpu = abar__os_cpus(NULL, 0);
     p->cpu = calloc((size_t)ncpu, sizeof *p->cpu);
     int *cpus = calloc((size_t)ncpu, sizeof *cpus);
     int *cgrp = calloc((size_t)ncpu, sizeof *cgrp);
@@ -209,8 +206,7 @@ static int pool_start(struct abar__pool **out, unsigned least)
         pool_free(p);
         return ENOMEM;
     }
-    for (int c = 0, i = 0; c < CPU_SETSIZE && i < ncpu; c++)
-        if (CPU_ISSET(c, &set)) cpus[i++] = c;
+    ncpu = abar__os_cpus(cpus, ncpu);
     p->ncpu = ncpu;
     (void)abar__team_topology("/sys/devices/system/cpu", cpus, ncpu, p->cpu, cgrp);
     for (unsigned w = 0; w < n; w++) p->grp[w] = cgrp[w % (unsigned)ncpu] + (int)(w / (unsigned)ncpu) * ncpu;
@@ -230,12 +226,7 @@ static int pool_start(struct abar__pool **out, unsigned least)
     for (w = 1; w < n; w++) {
         pthread_attr_t a;
         pthread_attr_init(&a);
-        if (p->flags & ABAR_POOL_PIN) {
-            cpu_set_t one;
-            CPU_ZERO(&one);
-            CPU_SET(p->cpu[w % (unsigned)ncpu], &one);
-            pthread_attr_setaffinity_np(&a, sizeof one, &one);
-        }
+        if (p->flags & ABAR_POOL_PIN) (void)abar__os_pin(&a, p->cpu[w % (unsigned)ncpu]);
         p->workers[w] = (struct worker){ .index = w, .pool = p };
         err = pthread_create(&p->workers[w].tid, &a, worker_main, &p->workers[w]);
         pthread_attr_destroy(&a);
