@@ -23,6 +23,19 @@ static abar_token_t arrive_flat(struct mpi_impl *m)
     return t;
 }
 
+/* After a local cancel this rank's calls return ECANCELED without waiting,
+ * but a phase it arrived in may still be in flight, and the other ranks
+ * need its part of it (a dissemination round to pass on, the tree's fan-in
+ * or fan-out, the root's cancel mark): every such call polls it once more.
+ * (The progress thread, if any, goes on polling it; destroy polls it until
+ * every rank is in destroy.) */
+static void forward_cancelled(struct mpi_impl *m)
+{
+    if (atomic_load(&m->cancelled) && !atomic_load(&m->err) && m->engine != ENG_FLAGS &&
+        !m->direct)
+        abar_mpi__progress_try(m);
+}
+
 /* Registered in `inside` by the caller. */
 static abar_token_t arrive_impl(struct mpi_impl *m)
 {
@@ -34,7 +47,10 @@ static abar_token_t arrive_impl(struct mpi_impl *m)
     for (int tries = 0;; tries++) {
         uint64_t p1 = abar_phase(&m->release);
         t = abar_current(&m->release);
-        if (abar_token_error(t)) break; /* cancelled */
+        if (abar_token_error(t)) {      /* cancelled */
+            forward_cancelled(m);
+            break;
+        }
         uint64_t lp = abar_phase(&m->local);
         if (abar_phase(&m->release) != p1) continue; /* a release ran meanwhile */
         if (lp == p1) break;            /* nothing in flight: t names the phase we join */
@@ -193,6 +209,7 @@ static int wait_impl(struct mpi_impl *m, abar_token_t t, const struct timespec *
     if (r == ECANCELED) {
         int e = atomic_load(&m->err);
         if (e) r = e;
+        else forward_cancelled(m);
     }
     return r;
 }
@@ -243,6 +260,10 @@ int abar_mpi_cancel(abar_mpi_t *b)
     abar_cancel(&m->local);   /* later arrivals: ECANCELED */
     abar_cancel(&m->release); /* blocked and later waits: ECANCELED */
     if (m->engine == ENG_FLAGS) abar_mpi__flags_cancel(m); /* wakes our sleepers */
+    /* registered like a wait: the poll takes m's lock and makes MPI calls */
+    atomic_fetch_add(&m->inside, 1);
+    forward_cancelled(m);
+    atomic_fetch_sub_explicit(&m->inside, 1, memory_order_release);
     return 0;
 }
 

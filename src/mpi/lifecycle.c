@@ -36,17 +36,40 @@ static bool retire_send(MPI_Request *r)
 
 /* Destroy's first step (collective, m->lock held, no other thread inside):
  * every rank finishes, without releasing anyone or running the completion,
- * each phase that any rank has posted.  Then no message is left in flight. */
+ * each phase that any rank has posted.  Then no message is left in flight.
+ * Until every rank has reached its destroy, the phase in flight here is
+ * polled: the ranks still waiting for it may need this rank's messages
+ * (a dissemination round to pass on, the tree's fan-in or fan-out, the
+ * root's release or cancel mark), so the agreement is an MPI_Iallreduce
+ * tested between polls.  (With ABAR_MPI_IBARRIER, MPI progresses the
+ * phase's MPI_Ibarrier itself, and a blocking MPI_Allreduce keeps the
+ * order of the communicator's collectives as it was.) */
 static void drain(struct mpi_impl *m)
 {
     int64_t mine = (int64_t)(m->done + (m->stage != ST_IDLE)), target = mine;
     int bad = atomic_load(&m->err) != 0, anybad = bad;
     int64_t v[2] = { mine, bad }, w[2];
-    if (MPI_Allreduce(v, w, 2, MPI_INT64_T, MPI_MAX, m->comm) != MPI_SUCCESS) return;
+    m->draining = true;
+    if (m->engine == ENG_IBARRIER) {
+        if (MPI_Allreduce(v, w, 2, MPI_INT64_T, MPI_MAX, m->comm) != MPI_SUCCESS) return;
+    } else {
+        MPI_Request req;
+        if (MPI_Iallreduce(v, w, 2, MPI_INT64_T, MPI_MAX, m->comm, &req) != MPI_SUCCESS) return;
+        for (unsigned i = 1;; i++) {
+            int flag;
+            if (MPI_Test(&req, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+                abar_mpi__fail(m);
+                return;
+            }
+            if (flag) break;
+            abar_mpi__progress_locked(m);
+            if (m->oversub && i % 4 == 0) sched_yield();
+            else cpu_relax();
+        }
+    }
     target = w[0];
     anybad = (int)w[1];
     if (anybad) return; /* a rank's MPI failed: no promise the others can finish */
-    m->draining = true;
     for (unsigned i = 1; (int64_t)m->done < target && !atomic_load(&m->err); i++) {
         if (m->stage == ST_IDLE) {
             m->phase = m->done;
@@ -146,7 +169,9 @@ static bool oversubscribed(MPI_Comm comm, unsigned threads)
 int abar_mpi_init(abar_mpi_t *b, MPI_Comm comm, const abar_mpi_attr_t *attr)
 {
     int flag, inter, prov, size, rank;
-    if (b == NULL) return EINVAL;
+    /* Returned at once, before any collective call: no MPI call can be made,
+     * or `comm` is not one the other ranks share (a property of the
+     * communicator, the same on each of its ranks). */
     if (MPI_Initialized(&flag) != MPI_SUCCESS || !flag) return EPERM;
     if (MPI_Finalized(&flag) != MPI_SUCCESS || flag) return EPERM;
     if (comm == MPI_COMM_NULL) return EINVAL;
@@ -157,7 +182,8 @@ int abar_mpi_init(abar_mpi_t *b, MPI_Comm comm, const abar_mpi_attr_t *attr)
     abar_mpi_attr_t a = attr ? *attr : (abar_mpi_attr_t){ 0 };
     unsigned threads = a.threads ? a.threads : 1;
     int e = 0;
-    if ((a.flags & ~KNOWN_FLAGS) || ((a.flags & ABAR_WAIT_SPIN) && (a.flags & ABAR_WAIT_PARK)) ||
+    if (b == NULL || (a.flags & ~KNOWN_FLAGS) ||
+        ((a.flags & ABAR_WAIT_SPIN) && (a.flags & ABAR_WAIT_PARK)) ||
         threads > ABAR_EXPECTED_MAX || a.root < 0 || a.root >= size ||
         (a.result_size && (a.result == NULL || a.completion == NULL)) ||
         ((a.flags & ABAR_MPI_IBARRIER) && a.completion) ||
@@ -165,14 +191,14 @@ int abar_mpi_init(abar_mpi_t *b, MPI_Comm comm, const abar_mpi_attr_t *attr)
         e = EINVAL;
     /* Thread level: our own calls are serialised by a mutex, so several local
      * threads need SERIALIZED; a progress thread runs beside the caller's own
-     * MPI calls and needs MULTIPLE; below SERIALIZED only the main thread may
-     * call.  */
-    /* These return at once, before any collective call: the thread level is
-     * the same on every rank of a job, and below SERIALIZED this thread may
-     * not be allowed to call MPI at all. */
+     * MPI calls and needs MULTIPLE.  The attributes may differ between ranks
+     * (threads does), so these are agreed like every other error below. */
     MPI_Query_thread(&prov);
-    if ((a.flags & ABAR_MPI_PROGRESS_THREAD) && prov < MPI_THREAD_MULTIPLE) return ENOTSUP;
-    if (threads > 1 && prov < MPI_THREAD_SERIALIZED) return ENOTSUP;
+    if (!e && (a.flags & ABAR_MPI_PROGRESS_THREAD) && prov < MPI_THREAD_MULTIPLE) e = ENOTSUP;
+    if (!e && threads > 1 && prov < MPI_THREAD_SERIALIZED) e = ENOTSUP;
+    /* Below SERIALIZED only the main thread may call MPI: from another
+     * thread there is no way to take part in the collective, so this one
+     * returns at once. */
     if (prov < MPI_THREAD_SERIALIZED && (MPI_Is_thread_main(&flag), !flag)) return ENOTSUP;
 
     /* Collective from here on: every rank dups, then all agree on the outcome. */
@@ -216,8 +242,9 @@ int abar_mpi_init(abar_mpi_t *b, MPI_Comm comm, const abar_mpi_attr_t *attr)
         }
     }
 
-    /* One MPI_Allreduce(MAX) agrees on the outcome and checks that the
-     * attributes that must match do match (x and -x both maximal). */
+    /* One MPI_Allreduce(MAX) agrees on the outcome (the largest error
+     * number of any rank) and checks that the attributes that must match do
+     * match (x and -x both maximal). */
     uint64_t nonce = 0;
     if (rank == 0) {
         struct timespec ts;

@@ -1,6 +1,7 @@
 /* test_mpi_level.c - what abar_mpi_init says about MPI's state: before
  * MPI_Init and after MPI_Finalize (EPERM), and under a thread level too low
- * for the mode asked (ENOTSUP).  Runs under MPI_THREAD_FUNNELED. */
+ * for the mode asked (ENOTSUP), on every rank even when only one rank asks
+ * for it.  Runs under MPI_THREAD_FUNNELED. */
 #include "mpi_harness.h"
 
 #include <abar_mpi.h>
@@ -26,6 +27,45 @@ MTEST(thread_level_too_low)
     MCHECK_EQ(abar_mpi_init(&b, MPI_COMM_WORLD, NULL), 0);
     for (int k = 0; k < 10; k++) MCHECK_EQ(abar_mpi_arrive_and_wait(&b), 0);
     MCHECK_EQ(abar_mpi_destroy(&b), 0);
+}
+
+/* Init's errors when only one rank's arguments are wrong: every rank
+ * returns the same error, and none is left in a collective call (the next
+ * barrier on the communicator works). */
+static void init_fails_everywhere(const abar_mpi_attr_t *mine, abar_mpi_t *bp, int want)
+{
+    MCHECK_EQ(abar_mpi_init(bp, MPI_COMM_WORLD, mine), want);
+    if (bp) MCHECK(bp->_private == NULL);
+    abar_mpi_t b = { 0 };
+    MCHECK_EQ(abar_mpi_init(&b, MPI_COMM_WORLD, NULL), 0);
+    for (int k = 0; k < 3; k++) MCHECK_EQ(abar_mpi_arrive_and_wait(&b), 0);
+    MCHECK_EQ(abar_mpi_destroy(&b), 0);
+}
+
+MTEST(init_error_on_one_rank)
+{
+    int prov;
+    MPI_Query_thread(&prov);
+    if (prov != MPI_THREAD_FUNNELED) MSKIP("MPI gave another level than FUNNELED");
+    abar_mpi_t b = { 0 };
+    abar_mpi_attr_t a = { 0 };
+    /* a progress thread asked by rank 0 only (it needs MULTIPLE) */
+    a.flags = mrank == 0 ? ABAR_MPI_PROGRESS_THREAD : 0;
+    init_fails_everywhere(&a, &b, ENOTSUP);
+    /* hierarchical on the last rank only (threads may differ between ranks;
+     * it needs SERIALIZED) */
+    a.flags = 0;
+    a.threads = mrank == msize - 1 ? 2 : 1;
+    init_fails_everywhere(&a, &b, ENOTSUP);
+    /* both errors at once, on different ranks: the same error everywhere */
+    a.flags = mrank == 0 ? 0x80000000u : 0;               /* unknown flag: EINVAL */
+    init_fails_everywhere(&a, &b, ENOTSUP);
+    /* a NULL barrier on rank 0 only */
+    a = (abar_mpi_attr_t){ 0 };
+    init_fails_everywhere(&a, mrank == 0 ? NULL : &b, EINVAL);
+    /* an unknown flag on the last rank only */
+    a.flags = mrank == msize - 1 ? 0x80000000u : 0;
+    init_fails_everywhere(&a, &b, EINVAL);
 }
 
 static void *init_elsewhere(void *arg)
