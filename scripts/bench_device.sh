@@ -11,8 +11,8 @@
 #       in .carry/labs.
 #   scripts/bench_device.sh run OUTDIR [abar-bench options]
 #       there: runs every staged binary (LD_LIBRARY_PATH=.carry/lib), merges the
-#       rows and writes OUTDIR/bench.csv, bench.txt, bench.png (gnuplot, else
-#       python3 + matplotlib) and log.txt; then the labs, if .carry/labs came
+#       rows and writes OUTDIR/bench.csv, bench.txt, bench.png (python3 + matplotlib,
+#       else gnuplot) and log.txt; then the labs, if .carry/labs came
 #       along.  Nothing is built or installed.  The latency table runs T =
 #       1..16, then 24, 32, 48, 56, 60, 64 and every CPU where the host has
 #       them; the oversubscribed rows 2x and 4x the CPUs; the steal scenario

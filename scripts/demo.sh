@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 . scripts/apt_need.sh
-apt_need cmake make gcc g++ clang libck-dev libomp-dev gnuplot-nox
+apt_need cmake make gcc g++ clang libck-dev libomp-dev python3-matplotlib gnuplot-nox
 
 build=${ABAR_BUILD_DIR:-build-demo}
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DABAR_WITH_CUDA=OFF >/dev/null

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # abar-bench-all - runs abar-bench and the OpenMP companions found beside it
 # (or in --bin DIR), merges their rows into one CSV, prints the tables and
-# draws the plot (gnuplot; python3 + matplotlib if gnuplot is missing).
+# draws the plot (bench/core/plot.py with python3 + matplotlib; gnuplot,
+# plainer, where matplotlib is missing).
 #
 #   abar-bench-all [--bin DIR] [--out DIR] [any abar-bench option: --quick, --threads N, ...]
 #   abar-bench-all --from CSV [--out DIR]     tables and plot of an earlier run's CSV
@@ -324,27 +325,33 @@ ncpu=$(awk -F, '$1 == "lat" && $3 + 0 > m { m = $3 + 0 } END { print m + 0 }' "$
 # experimental variants (x-*) stay out of the plot unless ABAR_BENCH_PLOT_VARIANTS=1
 awk -F, -v d="$tmp" -v xv="${ABAR_BENCH_PLOT_VARIANTS:-0}" 'NR > 1 && ($1 == "lat" || $1 == "oversub") && $4 == "-" && (xv == 1 || $2 !~ /^x-/) {
     f = d "/" $1 "_" $2 ".dat"; print $3, $5, $6, $7 >> f }' "$csv"
-if command -v gnuplot >/dev/null 2>&1; then
+# the picture: plot.py (matplotlib) where it can; gnuplot, plainer, otherwise
+if command -v python3 >/dev/null 2>&1 && python3 -c 'import matplotlib' 2>/dev/null; then
+  python3 "$here/plot.py" "$csv" "$png" && echo "plot: $png (matplotlib)" >&2
+elif command -v gnuplot >/dev/null 2>&1; then
   {
     echo "set terminal pngcairo size 1400,640 noenhanced font ',10'"
     echo "set output '$png'"
     echo "set multiplot layout 1,2 title 'abar-bench: ns per phase (median, min-max bars), $ncpu CPUs'"
     for s in lat oversub; do
       if [ $s = lat ]; then echo "set title 'pinned, T = 1..CPUs'; set xtics 1"; else echo "set title 'oversubscribed, unpinned'; set xtics autofreq"; fi
-      echo "set logscale y; set grid; set xlabel 'threads T'; set ylabel 'ns per phase'; set key left top font ',8'"
+      echo "set logscale y; set grid; set xlabel 'threads T'; set ylabel 'ns per phase'; set key outside right top font ',8'"
       plots=()
       for f in "$tmp"/${s}_*.dat; do
         [ -e "$f" ] || continue
         name=$(basename "$f" .dat); name=${name#${s}_}
-        plots+=("'$f' using 1:2:3:4 with yerrorlines title '$name'")
+        case $name in
+          abar-default) style="lw 4 lc rgb '#1f5fbf'" ;;
+          abar-*) style="lw 2 lc rgb '#4fa3e0'" ;;
+          *) style="lw 1 lc rgb '#a0a0a0'" ;;
+        esac
+        plots+=("'$f' using 1:2:3:4 with yerrorlines $style title '$name'")
       done
       if [ ${#plots[@]} -gt 0 ]; then (IFS=,; echo "plot ${plots[*]}"); fi
     done
     echo "unset multiplot"
   } >"$tmp/plot.gp"
   gnuplot "$tmp/plot.gp" 2>"$tmp/gp.err" && echo "plot: $png" >&2 || { cat "$tmp/gp.err" >&2; echo "plot failed" >&2; }
-elif command -v python3 >/dev/null 2>&1 && python3 -c 'import matplotlib' 2>/dev/null; then
-  python3 "$here/plot.py" "$csv" "$png" && echo "plot: $png (matplotlib)" >&2
 else
   echo "no gnuplot (apt-get install gnuplot-nox) and no matplotlib: no plot" >&2
 fi
