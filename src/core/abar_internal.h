@@ -47,6 +47,16 @@
 #include <stdint.h>
 #include <time.h>
 
+/* A spin-wait hint to the CPU. */
+static inline void abar__pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
 #define ABAR__MAGIC_LIVE 0x61626172u /* "abar" */
 #define ABAR__MAGIC_DEAD 0x64656164u /* "dead" */
 
@@ -225,66 +235,124 @@ static inline int abar__token_err(abar_token_t t)
 {
     return t.raw == (uint64_t)ECANCELED ? ECANCELED : EINVAL;
 }
-void abar__complete(struct abar_impl *b, uint64_t phase, uint64_t s);
+uint64_t abar__complete(struct abar_impl *b, uint64_t s);
 void abar__publish(struct abar_impl *b, uint64_t p, bool parked);
 abar_token_t abar__ticket_slow(struct abar_impl *b, uint64_t before, uint64_t s, uint64_t ident,
                                bool *last);
+uint64_t abar__ticket_release_wrapped(struct abar_impl *b, uint64_t s);
+
+/* The registration of an arrival made through abar_arrive and friends
+ * (arrive.c): the arrival that completes the phase gives it up just before
+ * its release (abar__arrival_unregister), since a released waiter may
+ * destroy the barrier at once and must not find it in use. */
+struct abar__reg { const struct abar_impl *b; bool counted; bool open; };
+extern ABAR__TLS struct abar__reg *abar__arrival_reg;
+void abar__arrival_unregister(struct abar_impl *b);
+/* The release of phase p is next: drop this thread's arrival registration
+ * on b, if it has one open. */
+static inline void abar__before_release(struct abar_impl *b)
+{
+    const struct abar__reg *g = abar__arrival_reg;
+    if (__builtin_expect(g != NULL, 0) && g->b == b && g->open) abar__arrival_unregister(b);
+}
+
+/* The phase of an arrival whose RMW found the low phase bits `lo`, from
+ * reads of `phase` taken before the RMW (`before`) and after it (`after`,
+ * by a caller still registered, so the barrier is alive): before <= S <=
+ * after + 1, and S = lo modulo 2^ST_PHASE_BITS.  That names S exactly
+ * while fewer than 2^ST_PHASE_BITS - 1 phases complete between the two
+ * reads; past that (a thread stalled across them) it is the latest
+ * candidate, so a wait on the token is never released early. */
+static inline uint64_t abar__bracket_phase(uint64_t lo, uint64_t after)
+{
+    const uint64_t top = after + 1;
+    return top - phase_lo(top - lo);
+}
 
 /* A single arrival on a pair without a completion function (ABAR__TICKET),
- * b live: one add of HALF.  The first arrival of a phase sets HALF; the
- * second carries out of it into the phase bits, which counts it and opens
- * the next phase with the same count in that one add (no drop can be in
- * that count: a drop takes pending from 2 to 1 without HALF, so the other
- * arrival's add finds 1 and no HALF, and completes the phase the general
- * way, abar__complete, which applies the drop).  Inline, and the two
- * usual outcomes first, because at T = 2 every instruction between a
- * waiter seeing its release and its next add is on the critical path
- * (docs/bench.md).  Everything else goes to abar__ticket_slow (arrive.c).
+ * b live, the caller registered (hazard slot or `inside`).  Every arrival
+ * is one CAS on the state word, taken only from a state it recognises, so
+ * nothing is ever counted and taken back (arrivals are anonymous: any
+ * thread may arrive any number of times, and a refused arrival must leave
+ * no transient another arrival could count on).  The two usual cases are
+ * inline, because at T = 2 every instruction between a waiter seeing its
+ * release and its next arrival is on the critical path (docs/bench.md):
+ *   - FIRST: phase p open, 2 pending, no flag: set HALF (pending reads 1);
+ *   - CARRIED: HALF set, or a barrier of one (1 pending): the CAS opens
+ *     phase p+1 with the same count (HALF carries into the phase bits; a
+ *     barrier of one adds one to them) and this thread then releases p.
+ * A drop is never in such a state (it takes pending from 2 to 1 without
+ * HALF, and the other arrival then completes the general way, applying
+ * it).  Anything else (a flag, drops, a state naming another phase than
+ * the `phase` word read first) is abar__ticket_slow's (arrive.c).
  *
- * The arrival's phase is `before`, read before the add (after it, a thread
- * whose arrival did not complete the phase may not touch the barrier): a
- * participant arrives in phase q only once q is published, and q cannot
- * end without it, so an add that finds another phase is refused (that is
- * also what keeps refused adds harmless: abar__ticket_slow).  `before`
- * being published, the carry's release comes next in order.
- *
- * abar__ticket_add is the add and the carrier's release; it says which of
- * the two usual outcomes it was, or neither (then *before and *s are what
- * abar__ticket_slow needs).  A caller not registered as a waiter (hazard
- * slot or `inside`) reads what it needs of the barrier before it. */
+ * Exactness of the phase: the CAS names the state's low phase bits; the
+ * full phase p comes from `phase`, read first.  The state names p or p+1
+ * (phase in {S-1, S}), and the CAS checks it names p, so p is the phase
+ * counted in, unless 2^ST_PHASE_BITS phases passed between the read and
+ * the CAS: the read of `phase` after the CAS tells (it must still be p,
+ * since p cannot be published without this arrival's release, or, for
+ * FIRST, this arrival).  The carrier, which releases p, must be exact, and
+ * so re-reads it before its release; a FIRST caller checks its token with
+ * abar__ticket_first_checked. */
 enum { ABAR__TICKET_FIRST, ABAR__TICKET_CARRIED, ABAR__TICKET_OTHER };
 static inline int abar__ticket_add(struct abar_impl *b, uint64_t *before, uint64_t *s)
 {
     /* acquire: pairs with the completers' release stores of phase */
     const uint64_t p = atomic_load_explicit(&b->pair.phase, memory_order_acquire);
-    /* acq_rel: release publishes this thread's writes to the arrival that
-     * completes the phase; acquire gives that arrival the other's writes
-     * (all arrivals form one release sequence on `state`). */
-    const uint64_t v = atomic_fetch_add_explicit(&b->state, ST_HALF, memory_order_acq_rel);
-    const uint64_t open2 = st_make(p, 2, 0); /* phase p, 2 pending, no flag */
+    const uint64_t open2 = st_make(p, 2, 0), open1 = st_make(p, 1, 0);
+    uint64_t v = atomic_load_explicit(&b->state, memory_order_relaxed);
+    uint64_t nv;
     *before = p;
+    do {
+        if (v == open2 || v == (open2 | ST_HALF)) nv = v + ST_HALF;
+        else if (v == open1) nv = v + (UINT64_C(1) << ST_PHASE_SHIFT);
+        else {
+            *s = v;
+            return ABAR__TICKET_OTHER; /* abar__ticket_slow's */
+        }
+        /* acq_rel: release publishes this thread's writes to the arrival
+         * that completes the phase; acquire gives that arrival the other's
+         * writes (all arrivals form one release sequence on `state`). */
+    } while (!atomic_compare_exchange_weak_explicit(&b->state, &v, nv, memory_order_acq_rel,
+                                                    memory_order_relaxed));
     *s = v;
     if (v == open2) return ABAR__TICKET_FIRST;
-    if (v != (open2 | ST_HALF)) return ABAR__TICKET_OTHER; /* abar__ticket_slow's */
-    /* The second: phase p+1 is open.  The hint block() reads
-     * (abar__publish); relaxed: a hint. */
+    /* We carried: phase p+1 is open, and releasing p is ours.  relaxed: we
+     * wrote the state after the read above, so only a wrap changes it. */
+    if (__builtin_expect(atomic_load_explicit(&b->pair.phase, memory_order_relaxed) != p, 0)) {
+        *before = abar__ticket_release_wrapped(b, v);
+        return ABAR__TICKET_CARRIED;
+    }
+    /* The hint block() reads (abar__publish); relaxed: a hint. */
     if (atomic_load_explicit(&b->slept, memory_order_relaxed))
         atomic_store_explicit(&b->slept, 0, memory_order_relaxed);
+    abar__before_release(b);
     /* Release the waiter, in order (p is published).  release: our writes
-     * and the other arrival's (acquired by the add). */
+     * and the other arrival's (acquired by the CAS). */
     atomic_store_explicit(&b->pair.phase, p + 1, memory_order_release);
     return ABAR__TICKET_CARRIED;
 }
 
+/* The token of a FIRST arrival (abar__ticket_add), the caller still
+ * registered: p = before, unless `phase` has moved so far since that p
+ * may be a wrap (abar__bracket_phase). */
+static inline uint64_t abar__ticket_first_phase(struct abar_impl *b, uint64_t before, uint64_t s)
+{
+    /* relaxed: only the value matters; the wait acquires */
+    const uint64_t after = atomic_load_explicit(&b->pair.phase, memory_order_relaxed);
+    if (__builtin_expect(after - before < ST_PHASE_MASK, 1)) return before;
+    return abar__bracket_phase(st_phase(s), after);
+}
+
 static inline abar_token_t abar__ticket_arrive(struct abar_impl *b, bool *last)
 {
-    /* before the add: after it (and the carrier's release) the barrier may
-     * be gone, unless this thread is registered as a waiter */
     const uint64_t ident = b->ident;
     uint64_t before, s;
     const int k = abar__ticket_add(b, &before, &s);
     *last = k == ABAR__TICKET_CARRIED;
-    if (k != ABAR__TICKET_OTHER) return tok_make(before, ident);
+    if (k == ABAR__TICKET_FIRST) return tok_make(abar__ticket_first_phase(b, before, s), ident);
+    if (k == ABAR__TICKET_CARRIED) return tok_make(before, ident);
     return abar__ticket_slow(b, before, s, ident, last);
 }
 
@@ -347,6 +415,48 @@ static inline void slot_pop(struct abar__hazard *h, unsigned d)
     atomic_signal_fence(memory_order_seq_cst);
     h->depth = d;
 }
+static inline void abar__leave(struct abar_impl *b, bool counted);
+
+/* Announces this thread as inside a call on b (a wait, or an arrival), so that abar_destroy says EBUSY
+ * until leave(): a slot in the thread's own hazard record for a private
+ * barrier (no shared write), the count in the barrier for a process-shared
+ * one (or when no slot is free).  Returns false if a destroy got there first:
+ * then the caller must not wait on b. */
+static inline __attribute__((always_inline)) bool abar__enter(struct abar_impl *b, bool *counted)
+{
+    struct abar__hazard *h;
+    if (!(b->flags & ABAR_PSHARED) && (h = abar__hazard_mine()) && h->depth < ABAR__HAZARD_DEPTH) {
+        (void)slot_push(h, b);
+        *counted = false;
+    } else {
+        /* seq_cst RMW: totally ordered with destroy's CAS on the same word */
+        atomic_fetch_add(&b->inside, 1);
+        *counted = true;
+    }
+    /* A destroy has marked the barrier: wait for its verdict.  It either
+     * saw us (EBUSY, it clears the mark) or not (the barrier is dead). */
+    while (atomic_load(&b->inside) & ABAR__INSIDE_DEAD) {
+        if (atomic_load(&b->magic) != ABAR__MAGIC_LIVE) {
+            abar__leave(b, *counted);
+            return false;
+        }
+        abar__pause();
+    }
+    return true;
+}
+
+/* The end of abar__enter(): after it this thread touches b no more.  release: a
+ * destroy that sees us gone runs after our last access. */
+static inline __attribute__((always_inline)) void abar__leave(struct abar_impl *b, bool counted)
+{
+    if (counted) {
+        atomic_fetch_sub_explicit(&b->inside, 1, memory_order_release);
+    } else {
+        struct abar__hazard *h = abar__hazard_mine();
+        slot_pop(h, h->depth - 1);
+    }
+}
+
 unsigned abar__test_waiters(abar_t *b); /* test hook: threads registered on b */
 
 /* tree.c: the arrival tree of a wide barrier */
@@ -415,14 +525,6 @@ static inline bool abar__prefetch_next_arrival(const struct abar_impl *b)
  * machine, where an unedited copy of the core gave 0.975-1.017x;
  * docs/lab/where-time-goes.md, "A prefetch before the pair's add"). */
 static inline void abar__prefetch_pair_add(const struct abar_impl *b) { abar__prefetch_write(&b->state); }
-static inline void abar__pause(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield" ::: "memory");
-#endif
-}
 
 /* Test hook: start a freshly initialised barrier at a chosen phase. */
 int abar__test_set_phase(abar_t *b, uint64_t phase);

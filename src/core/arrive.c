@@ -5,76 +5,100 @@
 
 ABAR__TLS const struct abar__frame *abar__completing;
 
-/* The full phase of an arrival whose RMW saw state s, from the `phase` word
- * read just BEFORE the RMW (after it, a thread whose arrival did not complete
- * the phase may not touch the barrier: the phase may complete and a released
- * waiter free the memory).  phase ∈ {S-1, S} held at the RMW, and the read
- * came earlier, so the phase is the first at or after it with s's low bits;
- * exact unless 2^ST_PHASE_BITS phases completed between the read and the RMW. */
-static inline uint64_t arrival_phase(uint64_t before, uint64_t s)
-{
-    return before + phase_lo(st_phase(s) - before);
-}
-
 /* The cases of a pair's single arrival that abar__ticket_add (abar_internal.h)
- * leaves to this function: its add (which found s) counts nothing, or
- * completes a phase that expects one, or carries over a PARKED flag.
- *
- * Refused: the add is taken back when its result shows it should not have
- * counted: cancelled or finished, nothing left to count, or a phase other
- * than `before`.  The last keeps refused adds harmless: one that lands
- * while a phase completes (pending 0 with HALF set) carries the phase bits
- * forward until it is taken back, and an add that reads that transient sees
- * a phase no participant can be arriving in (a participant arrives in
- * phase q only once it has seen q published, and q cannot end without it),
- * so it is refused too. */
+ * leaves here, from the state s it found: a flag, drops, a phase being
+ * completed the general way, or a state naming another phase than
+ * `before` (the `phase` word it read first).  One CAS from a state it has
+ * judged, as there: refused arrivals change nothing.  The caller is
+ * registered, so the barrier is alive after the CAS. */
 abar_token_t abar__ticket_slow(struct abar_impl *b, uint64_t before, uint64_t s, uint64_t ident,
                                bool *last)
 {
-    if ((s & (ST_CANCELLED | ST_FINISHED)) || st_pending(s) < 1 || st_phase(s) != phase_lo(before)) {
-        /* relaxed: a completer waits for the state to read exactly its
-         * phase with nothing pending before it resets (abar__complete). */
-        atomic_fetch_sub_explicit(&b->state, ST_HALF, memory_order_relaxed);
-        return tok_error(s & (ST_CANCELLED | ST_FINISHED) ? ECANCELED : EINVAL);
+    (void)before; /* the phase is read again after the CAS (below) */
+    uint64_t ns;
+    for (;;) {
+        if (s & (ST_CANCELLED | ST_FINISHED)) return tok_error(ECANCELED);
+        /* 0 pending: a phase whose drop made it complete the general way is
+         * running abar__complete; no arrival can count until it reopens. */
+        if (st_pending(s) < 1) return tok_error(EINVAL);
+        const uint64_t base = s & ~((ST_PHASE_MASK << ST_PHASE_SHIFT) | ST_PARKED);
+        if (base == (ST_PENDING_BIAS + 2) || base == (ST_PENDING_BIAS + 2 + ST_HALF))
+            ns = s + ST_HALF; /* the first of two, or the carry (PARKED kept) */
+        else if (base == ST_PENDING_BIAS + 1)
+            ns = s + (UINT64_C(1) << ST_PHASE_SHIFT); /* a barrier of one: the carry */
+        else
+            ns = s - 1; /* drops in this phase: counted the general way */
+        /* An arrival that completes phase S (it carries, or takes pending
+         * to 0) does so only once S-1 is published, as abar__complete
+         * opens S+1 only then: so `phase` is always S-1 or S, and the
+         * completer can tell S from its low bits (owned_phase).  relaxed:
+         * the CAS below orders; this only waits for a moment (the previous
+         * carrier's store). */
+        if ((st_phase(ns) != st_phase(s) || st_pending(ns) == 0) &&
+            st_phase(s) != phase_lo(atomic_load_explicit(&b->pair.phase, memory_order_relaxed))) {
+            abar__pause();
+            s = atomic_load_explicit(&b->state, memory_order_relaxed);
+            continue;
+        }
+        /* acq_rel: as abar__ticket_add's CAS */
+        if (atomic_compare_exchange_weak_explicit(&b->state, &s, ns, memory_order_acq_rel,
+                                                  memory_order_relaxed))
+            break;
     }
-    if (st_pending(s) != 1) return tok_make(before, ident); /* the first of two */
-    *last = true;
-    uint64_t carried = s; /* the state the carry into phase before+1 found */
-    if (s == st_make(before, 1, 0)) {
-        /* A phase that expects one, no flag, no drop (a barrier of one): we
-         * took pending to 0 with HALF set, and a second add carries, opening
-         * the next phase with the same count, as a pair's second arrival
-         * does.  Refused adds meanwhile each add HALF and take it back,
-         * which commutes with ours (and their carry is refused by the phase
-         * check).  release: as abar__complete's CAS. */
-        carried = atomic_fetch_add_explicit(&b->state, ST_HALF, memory_order_release);
-    } else if (!(s & ST_HALF)) {
-        /* pending was 1 without HALF (a phase whose other arrival dropped,
-         * or with a flag): we took it to 0, a completer's state. */
-        abar__complete(b, before, s + ST_HALF);
-        return tok_make(before, ident);
+    if (st_phase(ns) != st_phase(s)) { /* we carried: release the phase we completed */
+        *last = true;
+        return tok_make(abar__ticket_release_wrapped(b, s), ident);
     }
-    /* The carry opened phase before+1, and kept the PARKED that a parker of
-     * this phase set: clear it before the release changes the futex word (a
-     * parker that set it since, in the new phase, read the word before and
-     * so cannot sleep through that change).  relaxed: part of the release
-     * sequence on `state`; the futex CAS in publish releases. */
-    if (carried & ST_PARKED) atomic_fetch_and_explicit(&b->state, ~ST_PARKED, memory_order_relaxed);
-    abar__publish(b, before, carried & ST_PARKED);
-    return tok_make(before, ident);
+    if (st_pending(ns) == 0) { /* pending 1 without the carry (drops): complete */
+        *last = true;
+        return tok_make(abar__complete(b, ns), ident);
+    }
+    /* relaxed: only the value matters */
+    return tok_make(abar__bracket_phase(st_phase(s), atomic_load_explicit(&b->pair.phase,
+                                                                          memory_order_relaxed)),
+                    ident);
+}
+
+/* The phase a completer owns, from the state its RMW left (pending 0, the
+ * phase bits still its phase S): `phase` is S-1 (the previous release not
+ * yet published) or S, so the low bits pick S exactly. */
+static inline uint64_t owned_phase(struct abar_impl *b, uint64_t s)
+{
+    /* relaxed: the value only; abar__complete acquires before it publishes */
+    const uint64_t cur = atomic_load_explicit(&rel(b)->phase, memory_order_relaxed);
+    return st_phase(s) == phase_lo(cur) ? cur : cur + 1;
+}
+
+/* The carry of a pair (abar__ticket_add, abar__ticket_slow) completed the
+ * phase S that the state s it replaced names, and opened S+1: release S,
+ * in order.  Returns S. */
+uint64_t abar__ticket_release_wrapped(struct abar_impl *b, uint64_t s)
+{
+    const uint64_t p = owned_phase(b, s);
+    /* The previous carrier may not have published p yet.  acquire: its
+     * release, and so every write before it. */
+    while (atomic_load_explicit(&b->pair.phase, memory_order_acquire) != p) abar__pause();
+    /* The carry kept the PARKED that a parker of phase p set: clear it
+     * before the release changes the futex word (a parker that set it
+     * since, in the new phase, read the word before and so cannot sleep
+     * through that change).  relaxed: part of the release sequence on
+     * `state`; the futex CAS in publish releases. */
+    if (s & ST_PARKED) atomic_fetch_and_explicit(&b->state, ~ST_PARKED, memory_order_relaxed);
+    abar__publish(b, p, s & ST_PARKED);
+    return p;
 }
 
 /* Counts n arrivals (one of them a drop if `drop`) in the current phase;
- * *last says whether they completed it (this thread ran the completion). */
+ * *last says whether they completed it (this thread ran the completion).
+ * The caller is registered (abar__enter): the barrier stays alive after
+ * our RMW, so the phase is read again after it (abar__bracket_phase). */
 static inline abar_token_t arrive_live(struct abar_impl *bi, uint32_t n, bool drop, bool *last)
 {
     *last = false;
     if (n == 0 || n > ABAR_EXPECTED_MAX) return tok_error(EINVAL);
     if (bi->leaves) /* a wide barrier: its leaves count (tree.c) */
         return n == 1 ? abar__tree_arrive1(bi, drop, last) : abar__tree_arrive_n(bi, n, last);
-    const uint64_t ident = bi->ident; /* read now: after our RMW we may not touch bi */
-    /* acquire: pairs with the completers' release stores of phase */
-    const uint64_t before = atomic_load_explicit(&rel(bi)->phase, memory_order_acquire);
+    const uint64_t ident = bi->ident;
     uint64_t s, ns;
     if (n == 1 && !drop) {
         if (bi->flags & ABAR__TICKET) return abar__ticket_arrive(bi, last);
@@ -98,44 +122,61 @@ static inline abar_token_t arrive_live(struct abar_impl *bi, uint32_t n, bool dr
             /* More than the phase still expects (or its completion is running):
              * refused whole, nothing counted. */
             if ((int32_t)n > st_pending(s)) return tok_error(EINVAL);
-            /* A pair's refused adds may carry the phase bits forward for a
-             * moment: count nothing in a phase other than `before` (as
-             * abar__ticket_slow, whose argument this is). */
-            if ((bi->flags & ABAR__TICKET) && st_phase(s) != phase_lo(before)) return tok_error(EINVAL);
+            /* (a pair's HALF is one arrival already: st_pending counts it) */
             ns = s - n + (drop ? ST_DROP_ONE : 0);
             /* acq_rel: as above */
         } while (!atomic_compare_exchange_weak_explicit(&bi->state, &s, ns, memory_order_acq_rel,
                                                         memory_order_relaxed));
     }
-    uint64_t p = arrival_phase(before, s);
-    if (st_pending(ns) == 0) { /* the completer may: it owns the phase */
-        abar__complete(bi, p, ns);
+    if (st_pending(ns) == 0) { /* the completer: it owns the phase */
         *last = true;
+        return tok_make(abar__complete(bi, ns), ident);
     }
-    return tok_make(p, ident);
+    /* relaxed: only the value matters */
+    return tok_make(abar__bracket_phase(st_phase(s), atomic_load_explicit(&rel(bi)->phase,
+                                                                           memory_order_relaxed)),
+                    ident);
+}
+
+/* An arrival from a thread not otherwise registered: registered for its
+ * length (abar__enter), so that it may read the barrier after its RMW. */
+ABAR__TLS struct abar__reg *abar__arrival_reg;
+
+void abar__arrival_unregister(struct abar_impl *b)
+{
+    struct abar__reg *g = abar__arrival_reg;
+    g->open = false;
+    abar__leave(b, g->counted);
 }
 
 static abar_token_t arrive(abar_t *b, uint32_t n, bool drop, bool *last)
 {
     struct abar_impl *bi = abar__live(b);
-    if (bi == NULL) {
-        *last = false;
-        return tok_error(EINVAL);
-    }
-    return arrive_live(bi, n, drop, last);
+    *last = false;
+    struct abar__reg reg = { bi, false, true };
+    if (bi == NULL || !abar__enter(bi, &reg.counted)) return tok_error(EINVAL);
+    /* A completion may arrive on other barriers, nested: keep theirs apart */
+    struct abar__reg *const outer = abar__arrival_reg;
+    abar__arrival_reg = &reg;
+    const abar_token_t t = arrive_live(bi, n, drop, last);
+    abar__arrival_reg = outer;
+    if (reg.open) abar__leave(bi, reg.counted); /* not given up by a release */
+    return t;
 }
 
 abar_token_t abar__arrive1(struct abar_impl *bi, bool *last) { return arrive_live(bi, 1, false, last); }
 
-/* The last arrival of phase p: run the completion, reset, advance, release.
+/* The last arrival of its phase (s: the state its RMW left, pending 0):
+ * run the completion, reset, advance, release; returns the phase p.
  * Until the release no arrival can be counted (pending is 0), so the fields
  * below are ours alone.  The release is two steps: the CAS on `state` opens
  * phase p+1 to arrivals; the store to `phase` then releases the waiters.
  * After that store this function must not touch the barrier: a released
  * waiter may destroy and free it at once (the futex wake uses only the
  * address). */
-void abar__complete(struct abar_impl *b, uint64_t p, uint64_t s)
+uint64_t abar__complete(struct abar_impl *b, uint64_t s)
 {
+    const uint64_t p = owned_phase(b, s);
     /* A phase whose last arrival was counted completes even if abar_cancel
      * runs meanwhile: the cancel is ordered after that arrival. */
     if (b->completion) {
@@ -155,13 +196,12 @@ void abar__complete(struct abar_impl *b, uint64_t p, uint64_t s)
     uint64_t cur = atomic_load_explicit(&b->state, memory_order_relaxed);
     const uint64_t fin = next == 0 ? ST_FINISHED : 0;
     /* Open phase p+1 to arrivals.  PARKED and CANCELLED may change under us,
-     * and refused arrivals may have subtracted (or a pair's, added HALF)
-     * and not yet taken it back: wait for their undo (pending back at
-     * exactly 0, the phase bits back at p), keep CANCELLED, clear PARKED (we
-     * wake the parked below).  release: the next completer acquires the
-     * completion's writes through the arrivals' RMWs. */
+     * and refused arrivals may have subtracted and not yet taken it back:
+     * wait for their undo (pending back at exactly 0), keep CANCELLED,
+     * clear PARKED (we wake the parked below).  release: the next completer
+     * acquires the completion's writes through the arrivals' RMWs. */
     for (;;) {
-        if (st_pending(cur) != 0 || st_phase(cur) != phase_lo(p)) {
+        if (st_pending(cur) != 0) {
             abar__pause();
             cur = atomic_load_explicit(&b->state, memory_order_relaxed);
         } else if (atomic_compare_exchange_weak_explicit(
@@ -171,6 +211,7 @@ void abar__complete(struct abar_impl *b, uint64_t p, uint64_t s)
         }
     }
     abar__publish(b, p, cur & ST_PARKED);
+    return p;
 }
 
 /* Releases the waiters of phase p, after the release CAS on `state` (which
@@ -198,6 +239,7 @@ void abar__publish(struct abar_impl *b, uint64_t p, bool parked)
             &r->futex, &f, (f & ABAR__FUTEX_CANCELLED) | ((f + 1) & ~ABAR__FUTEX_CANCELLED),
             memory_order_release, memory_order_relaxed)) {}
     }
+    abar__before_release(b);
     atomic_store_explicit(&r->phase, p + 1, memory_order_release);
     if (parked) abar__futex_wake_all(&r->futex, pshared);
 }

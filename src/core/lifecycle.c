@@ -88,6 +88,11 @@ int abar_destroy(abar_t *b)
     if (st_completing(st) || st_phase(st) != phase_lo(atomic_load(&rel(bi)->phase))) return EBUSY;
     /* One RMW on `inside` decides against every registering waiter (theirs
      * is an RMW too): either one is counted here (EBUSY) or it sees DEAD. */
+    /* A cancel still between its two flags (abar_cancel) is about to write
+     * the futex word: let it finish first.  acquire: pairs with its release. */
+    if (st & ST_CANCELLED)
+        while (!(atomic_load_explicit(&rel(bi)->futex, memory_order_acquire) & ABAR__FUTEX_CANCELLED))
+            abar__pause();
     uint32_t none = 0;
     if (!atomic_compare_exchange_strong(&bi->inside, &none, ABAR__INSIDE_DEAD)) return EBUSY;
     if (!(bi->flags & ABAR_PSHARED)) {
@@ -104,10 +109,16 @@ int abar_destroy(abar_t *b)
     return 0;
 }
 
+/* A waiter that sees CANCELLED may return, destroy and free the barrier
+ * at once, so after setting it a cancel touches the barrier once more only:
+ * the cancel bit of the futex word, its last write, which a destroy waits
+ * for (abar_destroy); the wake uses only the address. */
 int abar_cancel(abar_t *b)
 {
     struct abar_impl *bi = abar__live(b);
     if (bi == NULL) return EINVAL;
+    _Atomic uint32_t *const futex = &rel(bi)->futex; /* read before the flag: see above */
+    const bool pshared = bi->flags & ABAR_PSHARED;
     /* acq_rel: the flag is ordered with every arrival and with the release. */
     uint64_t old = atomic_fetch_or_explicit(&bi->state, ST_CANCELLED, memory_order_acq_rel);
     if (old & ST_CANCELLED) return 0; /* idempotent */
@@ -115,12 +126,12 @@ int abar_cancel(abar_t *b)
      * read before it looked (so it does not sleep), then wake the sleepers;
      * all re-check the state and see CANCELLED.  Only the first cancel gets
      * here, so the bit changes the word.  release: pairs with their acquire
-     * loads of the word. */
-    atomic_fetch_or_explicit(&rel(bi)->futex, ABAR__FUTEX_CANCELLED, memory_order_release);
+     * loads of the word, and with a destroy's. */
+    atomic_fetch_or_explicit(futex, ABAR__FUTEX_CANCELLED, memory_order_release);
     /* Always wake: PARKED tells of sleepers of the open phase only (a lost
      * wake-up the model found, F2; today's park rule also prevents it, so
      * this wake is a second guard: docs/reliability.md). */
-    abar__futex_wake_all(&rel(bi)->futex, bi->flags & ABAR_PSHARED);
+    abar__futex_wake_all(futex, pshared);
     return 0;
 }
 

@@ -210,7 +210,8 @@ static void forward(struct abar_impl *b, uint64_t p, uint32_t units, uint32_t dr
         return;
     }
     if (st_pending(s + delta) == 0) { /* the completer: it owns the phase */
-        abar__complete(b, p, s + delta);
+        (void)p;
+        abar__complete(b, s + delta);
         *last = true;
     }
 }
@@ -228,6 +229,16 @@ static int none_free(struct abar_impl *b, uint64_t p)
         return 0;
     }
     return EINVAL; /* every unit of p is taken: one arrival too many */
+}
+
+/* The phase of an arrival counted in a leaf taken at phase p, read after
+ * it (the caller is registered): p, unless `phase` has moved so far that
+ * p may be a wrap of the low bits (abar__bracket_phase). */
+static inline uint64_t checked_phase(const struct abar__release *r, uint64_t p)
+{
+    /* relaxed: only the value matters */
+    const uint64_t after = atomic_load_explicit(&r->phase, memory_order_relaxed);
+    return after - p < ST_PHASE_MASK >> 1 ? p : abar__bracket_phase(phase_lo(p), after);
 }
 
 /* One arrival (a drop if `drop`) on a barrier with leaves. */
@@ -253,6 +264,10 @@ abar_token_t abar__tree_arrive1(struct abar_impl *b, bool drop, bool *last)
             const uint32_t q = quota_of(e, nl, i);
             if (q == 0) continue;
             uint64_t w = atomic_load_explicit(&lv[i].w, memory_order_relaxed);
+            /* p still the completed count: a leaf's age below is judged
+             * against a phase at most one behind it (the tag has 18 bits).
+             * relaxed: the leaf CAS orders. */
+            if (atomic_load_explicit(&r->phase, memory_order_relaxed) != p) { newer = true; break; }
             for (;;) {
                 uint64_t nw;
                 const int32_t age = lf_age(w, p);
@@ -268,7 +283,7 @@ abar_token_t abar__tree_arrive1(struct abar_impl *b, bool drop, bool *last)
                                                           memory_order_relaxed)) {
                     if (i != home) home_plus1 = i + 1; /* room was here: start here next time */
                     if (lf_taken(nw) == lf_quota(nw)) forward(b, p, lf_quota(nw), lf_drops(nw), last);
-                    return tok_make(p, ident);
+                    return tok_make(*last ? p : checked_phase(r, p), ident);
                 }
             }
         }
@@ -373,6 +388,6 @@ abar_token_t abar__tree_arrive_n(struct abar_impl *b, uint32_t n, bool *last)
         }
         unlock_all(lv, held, nl);
         if (units) forward(b, p, units, drops, last);
-        return tok_make(p, ident);
+        return tok_make(*last ? p : checked_phase(r, p), ident);
     }
 }

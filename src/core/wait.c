@@ -85,6 +85,15 @@ static inline bool lean_spin(const struct abar_impl *b, abar_token_t t)
     return first_polls(rel((struct abar_impl *)b), t) && abar__prefetch_next_arrival(b);
 }
 
+/* An absolute CLOCK_REALTIME deadline in ns: a time before the epoch is
+ * past (0), one beyond 2^64 - 1 ns (year 2554) never comes. */
+static inline uint64_t deadline_ns(const struct timespec *ts)
+{
+    if (ts->tv_sec < 0) return 0;
+    if ((uint64_t)ts->tv_sec > (UINT64_MAX - 999999999u) / 1000000000u) return UINT64_MAX;
+    return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+}
+
 /* Blocks until phase t.raw completes (registered in `inside` by the caller),
  * after lean_spin unless `leaned` (the caller ran it) or timed. */
 static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abstime, bool leaned)
@@ -112,8 +121,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
                           ? 0
                           : abar__spin_budget(b, atomic_load_explicit(&b->slept, memory_order_relaxed)
                                                      ? ABAR__SLEPT_SPIN_FACTOR : 1);
-    const uint64_t deadline =
-        abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec : UINT64_MAX;
+    const uint64_t deadline = abstime ? deadline_ns(abstime) : UINT64_MAX;
     uint64_t t0 = 0; /* read lazily: most waits end before the first clock read */
     uint64_t t1 = 0; /* when the budget started: t0, or when the last sleeper was seen */
     uint64_t seen = 0; /* the last clock read */
@@ -213,55 +221,13 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
     }
 }
 
-static inline void leave(struct abar_impl *b, bool counted);
-
-/* Announces this thread as blocked on b, so that abar_destroy says EBUSY
- * until leave(): a slot in the thread's own hazard record for a private
- * barrier (no shared write), the count in the barrier for a process-shared
- * one (or when no slot is free).  Returns false if a destroy got there first:
- * then the caller must not wait on b. */
-static inline __attribute__((always_inline)) bool enter(struct abar_impl *b, bool *counted)
-{
-    struct abar__hazard *h;
-    if (!(b->flags & ABAR_PSHARED) && (h = abar__hazard_mine()) && h->depth < ABAR__HAZARD_DEPTH) {
-        (void)slot_push(h, b);
-        *counted = false;
-    } else {
-        /* seq_cst RMW: totally ordered with destroy's CAS on the same word */
-        atomic_fetch_add(&b->inside, 1);
-        *counted = true;
-    }
-    /* A destroy has marked the barrier: wait for its verdict.  It either
-     * saw us (EBUSY, it clears the mark) or not (the barrier is dead). */
-    while (atomic_load(&b->inside) & ABAR__INSIDE_DEAD) {
-        if (atomic_load(&b->magic) != ABAR__MAGIC_LIVE) {
-            leave(b, *counted);
-            return false;
-        }
-        abar__pause();
-    }
-    return true;
-}
-
-/* The end of enter(): after it this thread touches b no more.  release: a
- * destroy that sees us gone runs after our last access. */
-static inline __attribute__((always_inline)) void leave(struct abar_impl *b, bool counted)
-{
-    if (counted) {
-        atomic_fetch_sub_explicit(&b->inside, 1, memory_order_release);
-    } else {
-        struct abar__hazard *h = abar__hazard_mine();
-        slot_pop(h, h->depth - 1);
-    }
-}
-
 /* Registers as a blocked waiter, waits, and leaves. */
 static int wait_registered(struct abar_impl *b, abar_token_t t, const struct timespec *abstime)
 {
     bool counted;
-    if (!enter(b, &counted)) return EINVAL; /* destroyed: never sleep on it */
+    if (!abar__enter(b, &counted)) return EINVAL; /* destroyed: never sleep on it */
     int r = block(b, t, abstime, false);
-    leave(b, counted);
+    abar__leave(b, counted);
     return r;
 }
 
@@ -293,9 +259,7 @@ int abar_test(abar_t *b, abar_token_t t) { return wait_common(b, t, NULL, WAIT_T
 
 int abar_wait_until(abar_t *b, abar_token_t t, const struct timespec *abstime)
 {
-    if (abstime == NULL || abstime->tv_nsec < 0 || abstime->tv_nsec > 999999999 ||
-        abstime->tv_sec < 0)
-        return EINVAL;
+    if (abstime == NULL || abstime->tv_nsec < 0 || abstime->tv_nsec > 999999999) return EINVAL;
     return wait_common(b, t, abstime, WAIT_BLOCK);
 }
 
@@ -358,7 +322,7 @@ static inline __attribute__((always_inline)) int pair_arrive_and_wait(abar_t *b,
     if (k == ABAR__TICKET_FIRST) {
         /* lean_spin's rounds on the pair's release word, looked at first (the
          * release may have come while we added) */
-        const abar_token_t t = tok_make(before, bi->ident);
+        const abar_token_t t = tok_make(abar__ticket_first_phase(bi, before, s), bi->ident);
         if (!first_polls(&bi->pair, t)) return pair_block(bi, t, h, d);
         slot_pop(h, d);
         return 0;
@@ -375,8 +339,12 @@ static inline __attribute__((always_inline)) int arrive_and_wait(abar_t *b, bool
     /* Register before arriving: once our arrival is counted the phase can
      * complete and a released thread may try to destroy the barrier; it must
      * see us. */
+    /* From inside its own completion: an arrival there would be refused
+     * (the phase is completing), and the wait is the deadlock wait()
+     * reports (EDEADLK), so report that, counting nothing. */
+    if (__builtin_expect(abar__completing != NULL, 0) && abar__in_completion_of(bi)) return EDEADLK;
     bool counted;
-    if (!enter(bi, &counted)) return EINVAL;
+    if (!abar__enter(bi, &counted)) return EINVAL;
     /* A pair without a completion function: its arrival inline (the
      * critical path at T = 2 runs from a waiter seeing its release to its
      * next arrival).  abar_arrive_and_wait takes pair_arrive_and_wait for
@@ -390,7 +358,7 @@ static inline __attribute__((always_inline)) int arrive_and_wait(abar_t *b, bool
     else if (atomic_load_explicit(&rel(bi)->phase, memory_order_acquire) > t.raw) r = 0;
     else if (lean_spin(bi, t)) r = 0; /* inline: its exit is on the critical path */
     else r = block(bi, t, NULL, true);
-    leave(bi, counted);
+    abar__leave(bi, counted);
     return r;
 }
 
