@@ -34,10 +34,12 @@ bool abar__hazard_asym;
 
 static void hazard_register(void) { abar__hazard_asym = abar__os_membarrier_register(); }
 
+static void hazard_forked(void);
+
 __attribute__((constructor)) static void hazard_setup(void)
 {
     hazard_register();
-    pthread_atfork(NULL, NULL, hazard_register);
+    pthread_atfork(NULL, NULL, hazard_forked);
 }
 
 void abar__hazard_fence_heavy(void)
@@ -91,6 +93,16 @@ struct abar__hazard *abar__hazard_claim(void)
     pthread_setspecific(exit_key, h);
     abar__hazard_self = h;
     return h;
+}
+
+/* In a fork child only the forking thread lives on: the other threads'
+ * records, copied with whatever slots they held (a thread blocked in a
+ * wait), would say their barriers are in use for good.  Free them. */
+static void hazard_forked(void)
+{
+    hazard_register();
+    for (struct abar__hazard *h = atomic_load_explicit(&records, memory_order_relaxed); h; h = h->next)
+        if (h != abar__hazard_self) record_release(h);
 }
 
 bool abar__hazard_any(const void *b)

@@ -14,6 +14,7 @@
 
 #include <signal.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---- anonymous over-arrival ------------------------------------------- */
@@ -276,6 +277,38 @@ TEST(destroy_waits_for_a_cancel_in_progress)
     atomic_fetch_or(&I(&dc_b)->wide.futex, ABAR__FUTEX_CANCELLED); /* its last write */
     pthread_join(th, NULL);
     CHECK_EQ(atomic_load(&dc_rc), 0);
+}
+
+/* fork while another thread is blocked in a wait: in the child only the
+ * forking thread exists, so nothing is inside the barrier there: destroy
+ * and init succeed (the waiter's hazard slot was copied, not its thread). */
+static abar_t fk_b;
+static void *fk_waiter(void *arg)
+{
+    (void)arg;
+    CHECK_EQ(abar_wait(&fk_b, abar_arrive(&fk_b)), 0);
+    return NULL;
+}
+TEST(fork_child_destroys_a_barrier_whose_waiter_stayed_behind)
+{
+    CHECK_EQ(abar_init(&fk_b, 2, NULL), 0);
+    pthread_t th;
+    pthread_create(&th, NULL, fk_waiter, NULL);
+    while (inside_of(&fk_b) == 0) sched_yield();
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        int r1 = abar_destroy(&fk_b);
+        int r2 = abar_init(&fk_b, 2, NULL);
+        _exit(r1 == 0 && r2 == 0 ? 0 : 10 + (r1 == EBUSY) + 2 * (r2 == EBUSY));
+    }
+    int st;
+    CHECK_EQ(waitpid(pid, &st, 0), pid);
+    CHECK(WIFEXITED(st));
+    CHECK_EQ(WEXITSTATUS(st), 0);
+    CHECK(tok_ok(abar_arrive(&fk_b)));
+    pthread_join(th, NULL);
+    CHECK_EQ(abar_destroy(&fk_b), 0);
 }
 
 int main(int argc, char **argv) { return harness_main(argc, argv); }
