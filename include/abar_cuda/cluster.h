@@ -55,15 +55,17 @@ ABAR_CUDA__INL void *abar_cuda_map_shared_rank(const void *p, unsigned rank)
 
 /* n arrivals on the barrier at b's address in block `rank` of the cluster
  * (release at cluster scope).  The waiter there uses
- * abar_cuda_wait_parity_cluster to acquire at cluster scope. */
+ * abar_cuda_wait_parity_cluster to acquire at cluster scope.  Checked
+ * build: the arrivals are counted in that barrier's shadow (through its
+ * mapa address) before the hardware arrival releases them. */
 ABAR_CUDA__INL void abar_cuda_arrive_remote(abar_cuda_bar_t *b, unsigned rank, unsigned n)
 {
 #if ABAR_CUDA__SM90
 #ifdef ABAR_CHECKED
     if (rank >= abar_cuda_cluster_size())
         abar_cuda__fail("remote arrive: rank outside the cluster", b, rank);
-    if (n == 0 || n > ABAR_CUDA_EXPECTED_MAX)
-        abar_cuda__fail("arrival count must be 1 .. 2^20-1", b, 0);
+    (void)abar_cuda__shadow_count((abar_cuda_bar_t *)abar_cuda_ptx_mapa_generic(b, rank), b,
+                                  abar_cuda__magic_of(rank), n, 0);
 #endif
     abar_cuda_ptx_mbarrier_arrive_remote(abar_cuda_ptx_mapa_shared(abar_cuda__smem(&b->mbar), rank), n);
 #else
@@ -76,6 +78,9 @@ ABAR_CUDA__INL void abar_cuda_arrive_remote(abar_cuda_bar_t *b, unsigned rank, u
 ABAR_CUDA__INL void abar_cuda_wait_parity_cluster(abar_cuda_bar_t *b, unsigned parity)
 {
 #if ABAR_CUDA__SM90
+#ifdef ABAR_CHECKED
+    abar_cuda__check_init(b);
+#endif
     abar_cuda_ptx_mbarrier_wait_parity_cluster_loop(abar_cuda__smem(&b->mbar), parity & 1);
 #else
     (void)b; (void)parity;
@@ -138,10 +143,14 @@ ABAR_CUDA__INL int abar_cuda_cluster_bar_init(abar_cuda_cluster_bar_t *b, unsign
 }
 
 /* Arrival.  The phase is read first: it cannot change before this arrival
- * is counted.  The block's last arriver acquires the block's writes,
- * advances the phase, completes the local phase, and arrives on every
- * block's mbarrier for this phase with release at cluster scope (cumulative
- * over what it acquired).  Returns the phase. */
+ * is counted.  The block's last arriver advances the phase and completes
+ * the local phase, then one fence.acq_rel.cluster acquires the block's
+ * arrivals and releases, at cluster scope, everything before it (the
+ * block's writes it acquired, the new phase, the local completion) to the
+ * relaxed arrivals on every block's mbarrier for this phase that follow it.
+ * A thread released from this phase by the cluster acquire of its wait thus
+ * reads the new phase, and its next local arrival lands in the next local
+ * phase (docs/cuda.md).  Returns the phase. */
 ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cluster_bar_arrive(abar_cuda_cluster_bar_t *b)
 {
 #if ABAR_CUDA__SM90
@@ -149,12 +158,13 @@ ABAR_CUDA__INL abar_cuda_token_t abar_cuda_cluster_bar_arrive(abar_cuda_cluster_
     unsigned laddr = abar_cuda__smem(&b->local);
     unsigned long long st = abar_cuda_ptx_mbarrier_arrive_nocomplete(laddr, 1);
     if (abar_cuda_ptx_mbarrier_pending_count(st) == 2) {
-        /* one fence: acquires the block's arrivals, releases at cluster
-         * scope for the relaxed remote arrivals that follow (one
-         * release.cluster arrival each measured ~380 ns, in series) */
-        abar_cuda_ptx_fence_acq_rel_cluster();
         *(volatile unsigned *)&b->phase = ph + 1;
         (void)abar_cuda_ptx_mbarrier_arrive1(laddr);
+        /* one fence: acquires the block's arrivals, and releases all of the
+         * above at cluster scope for the relaxed remote arrivals that
+         * follow (one release.cluster arrival each measured ~380 ns, in
+         * series) */
+        abar_cuda_ptx_fence_acq_rel_cluster();
         unsigned addr = abar_cuda__smem(&b->mbar[ph & 1]);
         for (unsigned r = 0; r < b->blocks; r++)
             abar_cuda_ptx_mbarrier_arrive_remote_relaxed(abar_cuda_ptx_mapa_shared(addr, r), 1);

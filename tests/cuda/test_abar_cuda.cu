@@ -680,6 +680,80 @@ static void t_remote(unsigned cluster)
     report(name, sum == 0, why);
 }
 
+/* ---- local arrive_n and remote arrivals on one barrier ---------------- */
+
+/* Clusters of 2.  Block 0's barrier b expects its T threads (one
+ * arrive_n(32) per warp) plus `rn` arrivals from block 1, made by one
+ * abar_cuda_arrive_remote(&b, 0, rn) a phase; block 1 first writes the round
+ * into block 0's inbox.  Block 0's thread 0 tells block 1 that a phase is
+ * done through a remote arrival on block 1's `ack` (expects 1), and block 1
+ * makes the next phase's remote arrival only after that.  Every thread of
+ * block 0 checks the inbox and the counters of its round, and the warp
+ * leaders test their tokens after the phase (the checked build checks them
+ * against the shadow, which must count the remote arrivals). */
+__global__ void k_remote_mix(int rounds, unsigned rn, int *out)
+{
+    __shared__ abar_cuda_bar_t b, ack;
+    __shared__ int inbox[2], cnt[2];
+    unsigned rank = abar_cuda_cluster_rank(), T = blockDim.x, tid = threadIdx.x;
+    if (tid == 0) {
+        abar_cuda_init(&b, T + rn);
+        abar_cuda_init(&ack, 1);
+        inbox[0] = inbox[1] = -1;
+        cnt[0] = cnt[1] = 0;
+    }
+    abar_cuda_cluster_sync();
+    int errors = 0;
+    if (rank == 0) {
+        for (int r = 0; r < rounds; r++) {
+            atomicAdd(&cnt[r & 1], 1);
+            __syncwarp();
+            abar_cuda_token_t t;
+            memset(&t, 0, sizeof t);
+            if ((tid & 31) == 0)
+                t = abar_cuda_arrive_n(&b, 32);
+            abar_cuda_wait_parity_cluster(&b, (unsigned)r & 1);
+            if ((tid & 31) == 0 && abar_cuda_test(&b, t) != 0)
+                errors++;
+            if (inbox[r & 1] != r || cnt[r & 1] < (int)T * (r / 2 + 1))
+                errors++;
+            if (tid == 0)
+                abar_cuda_arrive_remote(&ack, 1, 1);
+        }
+    } else if (tid == 0) {
+        for (int r = 0; r < rounds; r++) {
+            if (r > 0)
+                abar_cuda_wait_parity_cluster(&ack, (unsigned)(r - 1) & 1);
+            *(volatile int *)abar_cuda_map_shared_rank(&inbox[r & 1], 0) = r;
+            abar_cuda_arrive_remote(&b, 0, rn);
+        }
+        abar_cuda_wait_parity_cluster(&ack, (unsigned)(rounds - 1) & 1);
+    }
+    out[blockIdx.x * T + tid] = errors;
+    abar_cuda_cluster_exit();
+}
+
+static void t_remote_mix(unsigned rn)
+{
+    char name[64];
+    snprintf(name, sizeof name, "remote_and_local_arrivals_expected%u", 128 + rn);
+    unsigned grid = 2 * 4, T = 128;
+    int rounds = 3000;
+    dbuf<int> o(grid * T);
+    cudaError_t e = util_launch_cluster(k_remote_mix, grid, T, 2u, 0, rounds, rn, o.d);
+    if (e != cudaSuccess) {
+        report(name, false, cudaGetErrorString(e));
+        return;
+    }
+    finish(name);
+    std::vector<int> h = o.get();
+    long sum = 0;
+    for (int v : h) sum += v;
+    char why[96];
+    snprintf(why, sizeof why, "%ld stale reads or unfinished tokens over %d phases", sum, rounds);
+    report(name, sum == 0, why);
+}
+
 /* ---- the cluster barriers (hardware and mbarrier-based) --------------- */
 
 /* Each round every thread writes slot[r&1][tid] = f(rank, r, tid); after the
@@ -799,6 +873,11 @@ __global__ void k_misuse(int which)
     case 9:                     /* typed completion barrier: arrive_n(0) */
         (void)count_bar_arrive_n(&tb, 0);
         break;
+    case 10:                    /* remote arrivals (rank 0: this block): phase 0 gets 2, */
+        abar_cuda_arrive_remote(&b, 0, 2);
+        for (int i = 0; i < 3; i++) /* phase 1 gets 3 where 2 are expected */
+            abar_cuda_arrive_remote(&b, 0, 1);
+        break;
     }
 }
 
@@ -813,14 +892,15 @@ static const char *misuse_rule[] = {
     "token two or more phases old",
     "token of another barrier",
     "arrival count must be 1",
+    "more arrivals in a phase than expected",
 };
 static const char *misuse_name[] = {
     "checked_extra_arrival", "checked_old_token", "checked_foreign_token", "checked_use_before_init",
     "checked_arrive_n_zero", "checked_bulk_misaligned", "checked_completion_extra_arrival",
     "checked_typed_completion_old_token", "checked_completion_foreign_token",
-    "checked_typed_completion_arrive_n_zero",
+    "checked_typed_completion_arrive_n_zero", "checked_remote_extra_arrival",
 };
-#define N_MISUSE 10
+#define N_MISUSE 11
 
 static int run_misuse_child(int which)
 {
@@ -900,6 +980,8 @@ int main(int argc, char **argv)
     t_tx();
     for (unsigned c : {2u, 4u, 8u})
         t_remote(c);
+    t_remote_mix(1);
+    t_remote_mix(3);
     for (unsigned c : {2u, 4u, 8u, 16u})
         for (int kind = 0; kind < 2; kind++)
             t_cluster(c, kind);
