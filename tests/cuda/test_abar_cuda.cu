@@ -873,10 +873,9 @@ __global__ void k_misuse(int which)
     case 9:                     /* typed completion barrier: arrive_n(0) */
         (void)count_bar_arrive_n(&tb, 0);
         break;
-    case 10:                    /* remote arrivals (rank 0: this block): phase 0 gets 2, */
+    case 10:                    /* remote arrivals (rank 0: this block): three where two are expected */
+        abar_cuda_arrive_remote(&b, 0, 1);
         abar_cuda_arrive_remote(&b, 0, 2);
-        for (int i = 0; i < 3; i++) /* phase 1 gets 3 where 2 are expected */
-            abar_cuda_arrive_remote(&b, 0, 1);
         break;
     }
 }
