@@ -276,7 +276,7 @@ static inline uint64_t abar__bracket_phase(uint64_t lo, uint64_t after)
  * thread may arrive any number of times, and a refused arrival must leave
  * no transient another arrival could count on).  The two usual cases are
  * inline, because at T = 2 every instruction between a waiter seeing its
- * release and its next arrival is on the critical path (docs/bench.md):
+ * release and its next arrival is on the critical path (docs/lab/where-time-goes.md):
  *   - FIRST: phase p open, 2 pending, no flag: set HALF (pending reads 1);
  *   - CARRIED: HALF set, or a barrier of one (1 pending): the CAS opens
  *     phase p+1 with the same count (HALF carries into the phase bits; a

@@ -7,7 +7,7 @@
  * one whose thread the phase needs, and the phase stalls for the whole
  * burst, every few phases.  Waiters that park leave their vCPUs idle for
  * the host to take instead: a phase then costs a wake-up (0.1-0.3 ms on the
- * VMs where spinning took 2-3 ms a phase; docs/bench.md).
+ * VMs where spinning took 2-3 ms a phase; docs/lab/steal.md).
  *
  * So the waiters look for two signs, each as cheap as what they do anyway:
  *  - a spinner's clock reads, 64 rounds apart, ABAR__GAP_NS or more apart:
