@@ -21,7 +21,15 @@
  * waiters spin again: where spinning pays again nothing brings the stretch
  * back; where the host still takes CPUs the signs come back within a few
  * phases and start a stretch twice as long (up to 32 times), so the tries
- * cost less and less.  Oversubscribed waits (more threads than CPUs) keep
+ * cost less and less.
+ *
+ * And a stretch must pay.  Where the thread a stolen CPU runs still gets
+ * time now and then (a busier process of the same machine, not a host),
+ * parking costs a wake-up that waits for that CPU, and spinning won: the
+ * waiters time the waits that outlive their first spin, one in 8, and a
+ * stretch whose waits took 1.5 times as long on average as those of the
+ * spinning stretch before it makes the next signs be ignored for a while
+ * (ABAR__CALM_NS, doubled each time again in a row).  Oversubscribed waits (more threads than CPUs) keep
  * their own rule (wait.c): they yield as they spin, so their clock jumps
  * say nothing.
  *
@@ -36,6 +44,35 @@ static _Atomic uint64_t calm_end;   /* when the last stretch ended or ends, 0 if
 static _Atomic uint32_t calm_shift; /* the next stretch lasts ABAR__CALM_NS << this */
 static _Atomic uint64_t sign_at;    /* when the last sign was seen */
 static _Atomic uint32_t signs;      /* signs in a row, each within the window of the last */
+static _Atomic uint64_t wsum[2];    /* sampled waits of the current stretch, ns: [1] park-soon, [0] spin */
+static _Atomic uint32_t wn[2];      /* and how many */
+static _Atomic uint64_t wmean[2];   /* the mean of the last stretch of each kind, 0 if too few */
+static _Atomic uint64_t deaf_until; /* signs are ignored until then: stretches did not pay */
+static _Atomic uint32_t deaf_shift; /* the next such while lasts ABAR__CALM_NS << this */
+
+/* Ends a stretch of kind k (1 park-soon, 0 spin): its mean wait. */
+static uint64_t close_stretch(int k)
+{
+    const uint32_t n = atomic_exchange_explicit(&wn[k], 0, memory_order_relaxed);
+    const uint64_t sum = atomic_exchange_explicit(&wsum[k], 0, memory_order_relaxed);
+    const uint64_t m = n >= ABAR__WAITS_MIN ? sum / n : 0;
+    atomic_store_explicit(&wmean[k], m, memory_order_relaxed);
+    return m;
+}
+
+/* A park-soon stretch is over at `now`: did it pay? */
+static void judge_stretch(uint64_t now)
+{
+    const uint64_t park = close_stretch(1);
+    const uint64_t spin = atomic_load_explicit(&wmean[0], memory_order_relaxed);
+    uint32_t sh = atomic_load_explicit(&deaf_shift, memory_order_relaxed);
+    if (park && spin && park * ABAR__WORSE_DEN > spin * ABAR__WORSE_NUM) {
+        atomic_store_explicit(&deaf_until, now + ((uint64_t)ABAR__CALM_NS << sh), memory_order_relaxed);
+        if (sh < ABAR__CALM_SHIFT_MAX) atomic_store_explicit(&deaf_shift, sh + 1, memory_order_relaxed);
+    } else if (park && spin) {
+        atomic_store_explicit(&deaf_shift, 0, memory_order_relaxed);
+    }
+}
 
 bool abar__park_soon_slow(void)
 {
@@ -43,8 +80,10 @@ bool abar__park_soon_slow(void)
     if (u == 0) return false;
     if (abar__now_ns() < u) return true;
     /* over: spin again (a stretch started meanwhile stays) */
-    atomic_compare_exchange_strong_explicit(&abar__calm_until, &u, 0, memory_order_relaxed,
-                                            memory_order_relaxed);
+    const uint64_t now = abar__now_ns();
+    if (atomic_compare_exchange_strong_explicit(&abar__calm_until, &u, 0, memory_order_relaxed,
+                                                memory_order_relaxed))
+        judge_stretch(now);
     return false;
 }
 
@@ -59,6 +98,9 @@ static void sign(uint64_t now)
         return;
     }
     atomic_store_explicit(&signs, 0, memory_order_relaxed);
+    if (now < atomic_load_explicit(&deaf_until, memory_order_relaxed)) return;
+    const uint64_t was = atomic_load_explicit(&abar__calm_until, memory_order_relaxed);
+    if (was == 0) close_stretch(0); /* a spinning stretch ends here */
     const uint64_t end = atomic_load_explicit(&calm_end, memory_order_relaxed);
     uint32_t sh = atomic_load_explicit(&calm_shift, memory_order_relaxed);
     if (end != 0 && now >= end) { /* a stretch ended: how soon the signs came back */
@@ -81,4 +123,13 @@ void abar__spin_slept(uint64_t parked, uint64_t woke, uint64_t now)
     /* woke before parked: a wake of another phase (or a cancel's, or none):
      * says nothing about this one */
     if (woke >= parked && woke - parked >= ABAR__STALL_NS) sign(now);
+}
+
+void abar__spin_waited(uint64_t entered, bool soon)
+{
+    static _Thread_local unsigned tick;
+    if (++tick % 8 != 0) return;
+    const uint64_t d = abar__now_ns() - entered;
+    atomic_fetch_add_explicit(&wsum[soon], d, memory_order_relaxed);
+    atomic_fetch_add_explicit(&wn[soon], 1, memory_order_relaxed);
 }

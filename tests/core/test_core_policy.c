@@ -177,4 +177,42 @@ TEST(park_soon_stretch_rule)
     CHECK(!abar__park_soon());
 }
 
+/* White box: a stretch must pay (policy.c).  Waits of 10 µs while
+ * spinning, then a stretch whose waits take 500 µs: once it ends, the
+ * signs that follow are ignored (for 50 ms), where a stretch whose waits
+ * were as short would have let them start another. */
+static void waits(uint64_t ns, bool soon, unsigned n)
+{
+    for (unsigned i = 0; i < 8 * n; i++) abar__spin_waited(abar__now_ns() - ns, soon); /* one in 8 counts */
+}
+static void signs_now(void)
+{
+    for (unsigned i = 0; i < ABAR__SIGNS; i++) abar__spin_gap(abar__now_ns(), ABAR__GAP_NS);
+}
+TEST(park_soon_stretch_must_pay)
+{
+    /* as long as the spinning waits: the next signs start a stretch */
+    waits(10000, false, 2 * ABAR__WAITS_MIN);
+    signs_now();
+    CHECK(abar__park_soon());
+    waits(12000, true, 2 * ABAR__WAITS_MIN);
+    uint64_t until = atomic_load(&abar__calm_until);
+    while (abar__now_ns() < until) msleep(5);
+    CHECK(!abar__park_soon()); /* over, judged: it paid */
+    waits(10000, false, 2 * ABAR__WAITS_MIN);
+    signs_now();
+    CHECK(abar__park_soon());
+    /* 50 times as long: the signs after it are ignored for a while */
+    waits(500000, true, 2 * ABAR__WAITS_MIN);
+    until = atomic_load(&abar__calm_until);
+    while (abar__now_ns() < until) msleep(5);
+    CHECK(!abar__park_soon());
+    waits(10000, false, 2 * ABAR__WAITS_MIN);
+    signs_now();
+    CHECK(!abar__park_soon());
+    msleep(ABAR__CALM_NS / 1000000 + 10); /* and heard again after that */
+    signs_now();
+    CHECK(abar__park_soon());
+}
+
 int main(int argc, char **argv) { return harness_main(argc, argv); }
