@@ -213,24 +213,30 @@ static inline int steal_start(void)
 }
 
 /* ---- a hypervisor that takes CPUs, emulated (the steal scenarios) ----------- *
- * One thief thread pinned to each allowed CPU, at nice -20 (or the lowest
- * nice the process may take: real-time classes are refused on the VMs this
- * emulates), asleep on a futex until the director hands it a burst: then
- * it burns its CPU for 1..5 ms (uniform) and sleeps again.  Against a nice
- * 0 bench thread a nice -20 one has 87x the weight, so the scheduler runs
- * the thief at once and gives the bench thread almost nothing until the
- * burst ends: the thread stops wherever it was (spinning, between its
- * count and its release, on its way back from FUTEX_WAIT), as a vCPU does
- * while its host runs something else.
+ * A director starts bursts at random intervals whose mean keeps `hv_cpus`
+ * CPUs taken on average, each 1..5 ms (uniform) on one CPU not taken
+ * already.  Two ways to take a CPU (ABAR_BENCH_STEAL_MODE):
  *
- * The director starts bursts at random intervals whose mean keeps
- * `hv_cpus` CPUs busy on average, and gives each to an idle CPU first: the
- * one with the most idle time in the last 40 ms (/proc/stat, refreshed
- * every 10 ms), at random among equals, never one already stolen.  A host
- * does the same: a halted vCPU's physical CPU is the one free for other
- * work, and a vCPU that halts is often the one taken when it wants to run
- * again.  hv_stop() returns the CPUs-worth the thieves really took (their
- * CPU time over the wall time). */
+ * freeze (the default): as a host does.  The director looks at the bench
+ * thread pinned to each CPU (/proc/self/task/TID/stat) and takes an idle
+ * one first (asleep: its vCPU would be halted), else a running one, and
+ * signals it (SIGWINCH).  A running victim's handler spins for the whole
+ * burst: the thread stops wherever it was (spinning, between its count
+ * and its release), as a vCPU does while its host runs something else on
+ * its physical CPU, and nothing else of the guest runs there meanwhile.  An
+ * idle victim's handler spins 20..100 µs only: a halted vCPU's physical
+ * CPU is the one the host takes, and when the guest wakes that vCPU the
+ * host preempts its other work for it (a wake-up's preemption, tens of µs),
+ * so the host's burst costs the guest only that delay.
+ *
+ * nice: one thief thread pinned to each CPU at nice -20 (or the lowest
+ * nice allowed), woken for each burst (on the CPU that was most idle in
+ * the last 40 ms, /proc/stat), burning its CPU.  The scheduler still gives
+ * the bench thread there a slice now and then, and a woken one waits for
+ * it: a busier process of the same machine, not a host.
+ *
+ * hv_stop() returns the CPUs-worth the bursts took (the handlers' or the
+ * thieves' time over the wall time). */
 #define HV_BURST_MIN_NS 1000000u
 #define HV_BURST_MAX_NS 5000000u
 #define HV_WINDOW 4u /* refreshes of /proc/stat the idle ranking spans */
@@ -251,6 +257,68 @@ static _Atomic int hv_quit;
 static pthread_t hv_dir;
 static uint64_t hv_t0;
 static int hv_nice = 0; /* the nice the thieves got */
+static int hv_freeze;    /* the freeze mode (else nice) */
+static int hv_idx[CPU_SETSIZE]; /* freeze: hv_t's slot of each CPU */
+static _Atomic uint64_t hv_frozen_ns;
+
+/* freeze: the victim's handler spins for its slot's burst */
+static void hv_freeze_handler(int sig)
+{
+    (void)sig;
+    const int c = sched_getcpu();
+    if (c < 0 || c >= CPU_SETSIZE || hv_t == NULL) return;
+    struct hv_thief *t = &hv_t[hv_idx[c]];
+    const uint64_t t0 = now_ns(), d = atomic_load_explicit(&t->burst_ns, memory_order_relaxed);
+    while (now_ns() - t0 < d)
+        ;
+    atomic_fetch_add_explicit(&hv_frozen_ns, d, memory_order_relaxed);
+    atomic_store_explicit(&t->busy, 0, memory_order_release);
+}
+
+/* freeze: whether thread tid is asleep (state S or D); -1 if gone */
+static int hv_asleep(int tid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    if (!p || p[1] != ' ') return -1;
+    return p[2] == 'S' || p[2] == 'D';
+}
+
+/* freeze: one burst on an idle CPU's thread first, else a running one's */
+static void hv_freeze_one(unsigned *seed)
+{
+    const unsigned start = (unsigned)rand_r(seed) % hv_n;
+    int busy_pick = -1, busy_tid = 0;
+    for (unsigned k = 0; k < hv_n; k++) {
+        struct hv_thief *t = &hv_t[(start + k) % hv_n];
+        if (atomic_load_explicit(&t->busy, memory_order_acquire)) continue;
+        const int tid = atomic_load_explicit(&steal_tid[t->cpu], memory_order_relaxed);
+        if (tid == 0) continue;
+        const int a = hv_asleep(tid);
+        if (a < 0) continue;
+        if (a == 0) {
+            if (busy_pick < 0) busy_pick = (int)((start + k) % hv_n), busy_tid = tid;
+            continue;
+        }
+        atomic_store_explicit(&t->burst_ns, 20000u + (uint64_t)rand_r(seed) % 80001u, memory_order_relaxed);
+        atomic_store_explicit(&t->busy, 1, memory_order_relaxed);
+        if (syscall(SYS_tgkill, getpid(), tid, SIGWINCH) != 0) atomic_store(&t->busy, 0);
+        return;
+    }
+    if (busy_pick < 0) return;
+    struct hv_thief *t = &hv_t[busy_pick];
+    atomic_store_explicit(&t->burst_ns,
+                          HV_BURST_MIN_NS + (uint64_t)rand_r(seed) % (HV_BURST_MAX_NS - HV_BURST_MIN_NS + 1),
+                          memory_order_relaxed);
+    atomic_store_explicit(&t->busy, 1, memory_order_relaxed);
+    if (syscall(SYS_tgkill, getpid(), busy_tid, SIGWINCH) != 0) atomic_store(&t->busy, 0);
+}
 
 static long hv_futex(_Atomic uint32_t *w, int op, uint32_t v)
 {
@@ -325,6 +393,10 @@ static void *hv_director(void *arg)
         }
         /* gaps uniform in 0..2x their mean */
         next += (uint64_t)(2.0 * mean_gap * rand_r(&seed) / (double)RAND_MAX);
+        if (hv_freeze) {
+            hv_freeze_one(&seed);
+            continue;
+        }
         const unsigned old = (head + 1) % (HV_WINDOW + 1);
         int best = -1;
         uint64_t bi = 0;
@@ -357,8 +429,21 @@ static inline void hv_start(double cpus)
     if (!hv_t) abort();
     memset(hv_t, 0, hv_n * sizeof *hv_t);
     atomic_store(&hv_quit, 0);
+    atomic_store(&hv_frozen_ns, 0);
+    const char *m = getenv("ABAR_BENCH_STEAL_MODE");
+    hv_freeze = !(m && strcmp(m, "nice") == 0);
+    if (hv_freeze) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = hv_freeze_handler;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGWINCH, &sa, NULL) != 0) die("sigaction", errno);
+    }
     for (unsigned i = 0; i < hv_n; i++) {
         hv_t[i].cpu = bench_cpus[i];
+        hv_idx[bench_cpus[i]] = (int)i;
+        if (hv_freeze) continue;
         int r = pthread_create(&hv_t[i].th, NULL, hv_thief_main, &hv_t[i]);
         if (r) die("pthread_create (thief)", r);
     }
@@ -380,6 +465,18 @@ static inline double hv_stop(void)
     pthread_join(hv_dir, NULL);
     const uint64_t wall = now_ns() - hv_t0;
     uint64_t cpu = 0;
+    if (hv_freeze) {
+        /* bursts still running end before the slots go */
+        for (unsigned i = 0; i < hv_n; i++)
+            while (atomic_load(&hv_t[i].busy)) {
+                if (hv_asleep(atomic_load(&steal_tid[hv_t[i].cpu])) < 0) break; /* its thread is gone */
+                sleep_ns(100000);
+            }
+        cpu = atomic_load(&hv_frozen_ns);
+        free(hv_t);
+        hv_t = NULL;
+        return wall ? (double)cpu / (double)wall : 0;
+    }
     for (unsigned i = 0; i < hv_n; i++) {
         atomic_fetch_add(&hv_t[i].go, 1);
         hv_futex(&hv_t[i].go, 1, 1);

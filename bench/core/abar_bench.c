@@ -510,7 +510,10 @@ static void scen_steal(const bopts_t *oo)
         const double S = atof(tok);
         if (S <= 0) continue;
         char scen[32];
-        snprintf(scen, sizeof scen, "steal%s", tok);
+        {
+            const char *m = getenv("ABAR_BENCH_STEAL_MODE");
+            snprintf(scen, sizeof scen, "steal%s%s", m && strcmp(m, "nice") == 0 ? "nice" : "", tok);
+        }
         const hsteal_t h0 = hsteal_now();
         for (unsigned k = 0; k < nts; k++)
             for (unsigned i = 0; i < nimpls; i++) {

@@ -138,7 +138,10 @@ int main(int argc, char **argv)
             const double S = atof(tok);
             if (S <= 0) continue;
             char scen[32];
-            snprintf(scen, sizeof scen, "steal%s", tok);
+            {
+            const char *m = getenv("ABAR_BENCH_STEAL_MODE");
+            snprintf(scen, sizeof scen, "steal%s%s", m && strcmp(m, "nice") == 0 ? "nice" : "", tok);
+        }
             h0 = hsteal_now();
             for (unsigned q = 1; q <= 4; q++) {
                 const unsigned t = T * q / 4;

@@ -133,7 +133,7 @@ tables() {
     if (!(($1, $3) in seent)) { seent[$1, $3] = 1; ts[$1] = ts[$1] " " $3 }
     if (!(($1, $4) in seenp)) { seenp[$1, $4] = 1; ps[$1] = ps[$1] " " $4 }
     if ($1 == "hoststeal") hs[$4] = hs[$4] sprintf("%s %s %s", hs[$4] == "" ? "" : ",", $2, $5 < 0 ? "unknown" : sprintf("%.2f", $5))
-    if ($1 ~ /^steal[0-9.]+$/ && !($1 in isst)) { isst[$1] = 1; stl[++nst] = $1 }
+    if ($1 ~ /^steal(nice)?[0-9.]+$/ && !($1 in isst)) { isst[$1] = 1; stl[++nst] = $1 }
     rows[++nr] = $0 }
   # The steal the machine itself showed while the rows of a table ran
   # (/proc/stat, CPUs-worth; each binary over its own stretch), under the title.
@@ -306,7 +306,7 @@ tables() {
     long("cpuburn", "cpuburn: CPU ns (user+sys) burnt by a thread waiting 10 ms for a late arrival")
     long("jitter", "jitter: lat with one thread 100 us late every 256 phases, ns per phase (absorbed: lat + 390)")
     for (q = 1; q <= nst; q++) {
-      pivot(stl[q], stl[q] ": lat, ns per phase, while thieves take " substr(stl[q], 6) " CPUs on average in 1-5 ms bursts, idle CPUs first")
+      pivot(stl[q], stl[q] ": lat, ns per phase, while " (stl[q] ~ /nice/ ? "nice -20 thieves take " substr(stl[q], 10) : "a host takes " substr(stl[q], 6)) " CPUs on average in 1-5 ms bursts, idle CPUs first")
       stealbest(stl[q])
       pivot2(stl[q])
     }
