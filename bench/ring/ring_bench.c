@@ -12,19 +12,29 @@
  *   mutex_cv        bounded queue on one pthread mutex and two condition
  *                   variables; broadcast (a slot is freed when all C read it);
  *                   copies under the lock, the textbook bounded buffer
- *   ck_spsc         Concurrency Kit ck_ring, SPSC, typed slots (reserve in
- *                   place, dequeue copies out); for C > 1 one SPSC ring per
- *                   consumer (fan-out: the producer writes each item C times)
+ *   ck_spsc         Concurrency Kit ck_ring, SPSC, typed slots, used as a ck
+ *                   user would: the producer builds the item in a local and
+ *                   the enqueue copies it in, the dequeue copies it out; for
+ *                   C > 1 one SPSC ring per consumer (fan-out: the item is
+ *                   built once and copied into each consumer's ring)
+ *   ck_spsc_inplace the same rings, the producer writing the item in place
+ *                   (enqueue_reserve + commit; dequeue copies out)
  *   ck_spmc_dist    ck_ring SPMC: each item goes to ONE consumer (work
  *                   distribution, not broadcast: a different contract, shown
  *                   for reference; items/s counts each item once)
+ *   ck_mpmc_dist    ck_ring MPMC, typed, copied in and out: each item to ONE
+ *                   consumer, as ck_spmc_dist
  *
  * ck_* never block: they poll (pause, then sched_yield once polling fails
  * for a while) - the usual way to run ck_ring.
  *
  * Latency: a round trip over two channels, halved = the one-way hand-off
- * (commit -> the waiting consumer's return), against a cache-line ping-pong
- * (pure spin) and the same ping-pong polling with the ck rows' backoff.
+ * (commit -> the waiting consumer's return; each hop an acquire, commit, wait
+ * and release), against a cache-line ping-pong of the same run (pure spin)
+ * and the same ping-pong polling with the ck rows' backoff.
+ *
+ * -A NAME labels the abar_ring rows (e.g. to run two builds of the library
+ * side by side and tell their rows apart).
  *
  * Each throughput round runs -n (-N) items, or fewer where a short
  * calibration run shows that would take longer than -t seconds (0.5).
@@ -353,6 +363,7 @@ struct ck_state {
     struct ck_ring ring[MAX_C];
     void *buf[MAX_C];
     unsigned size;              /* power of two >= 2 * stages (capacity size - 1) */
+    int mpmc;                   /* the _dist consumers dequeue with _mpmc, else _spmc */
     _Alignas(64) _Atomic long taken;
 };
 
@@ -360,6 +371,22 @@ struct ck_state {
  * typed interface intends. */
 #define CK_FUNCS(T, NAME)                                                          \
 static void *ck_spsc_producer_##T(void *a)                                         \
+{                                                                                  \
+    struct targ *t = a;                                                            \
+    struct ck_state *s = t->run->state;                                            \
+    const struct cfg *c = t->run->c;                                               \
+    static _Thread_local struct NAME item;                                         \
+    for (long i = 0; i < c->items; i++) {                                          \
+        fill(item.b, sizeof item.b, (uint64_t)i);                                  \
+        for (unsigned q = 0; q < c->consumers; q++) {                              \
+            unsigned n = 0;                                                        \
+            while (!ck_ring_enqueue_spsc_##T(&s->ring[q], s->buf[q], &item))       \
+                backoff(&n);                                                       \
+        }                                                                          \
+    }                                                                              \
+    return NULL;                                                                   \
+}                                                                                  \
+static void *ck_inplace_producer_##T(void *a)                                      \
 {                                                                                  \
     struct targ *t = a;                                                            \
     struct ck_state *s = t->run->state;                                            \
@@ -407,6 +434,21 @@ static void *ck_spmc_producer_##T(void *a)                                      
     }                                                                              \
     return NULL;                                                                   \
 }                                                                                  \
+static void *ck_mpmc_producer_##T(void *a)                                         \
+{                                                                                  \
+    struct targ *t = a;                                                            \
+    struct ck_state *s = t->run->state;                                            \
+    const struct cfg *c = t->run->c;                                               \
+    static _Thread_local struct NAME item;                                         \
+    for (long i = 0; i < c->items + (long)c->consumers; i++) {                     \
+        unsigned n = 0;                                                            \
+        /* past the items: one end marker per consumer */                          \
+        fill(item.b, sizeof item.b, i < c->items ? (uint64_t)i : UINT64_MAX);      \
+        while (!ck_ring_enqueue_mpmc_##T(&s->ring[0], s->buf[0], &item))           \
+            backoff(&n);                                                           \
+    }                                                                              \
+    return NULL;                                                                   \
+}                                                                                  \
 static void *ck_spmc_consumer_##T(void *a)                                         \
 {                                                                                  \
     struct targ *t = a;                                                            \
@@ -416,7 +458,9 @@ static void *ck_spmc_consumer_##T(void *a)                                      
     uint64_t last = 0;                                                             \
     for (;;) {                                                                     \
         unsigned n = 0;                                                            \
-        while (!ck_ring_dequeue_spmc_##T(&s->ring[0], s->buf[0], &local)) backoff(&n); \
+        while (!(s->mpmc ? ck_ring_dequeue_mpmc_##T(&s->ring[0], s->buf[0], &local)    \
+                         : ck_ring_dequeue_spmc_##T(&s->ring[0], s->buf[0], &local)))  \
+            backoff(&n);                                                           \
         const uint64_t *w = (const uint64_t *)(void *)local.b;                     \
         if (w[0] == UINT64_MAX) break;                                             \
         /* each consumer sees increasing numbers, first == last word */            \
@@ -432,10 +476,14 @@ static void *ck_spmc_consumer_##T(void *a)                                      
 CK_FUNCS(i64, item64)
 CK_FUNCS(i4k, item4k)
 
-static double bench_ck(const struct cfg *c, int spmc)
+enum { CK_SPSC, CK_INPLACE, CK_SPMC, CK_MPMC };
+
+static double bench_ck(const struct cfg *c, int kind)
 {
+    int spmc = kind == CK_SPMC || kind == CK_MPMC;   /* one ring, items distributed */
     struct ck_state *s = aligned_alloc(64, sizeof *s);
     memset(s, 0, sizeof *s);
+    s->mpmc = kind == CK_MPMC;
     s->size = 2;
     while (s->size < 2 * c->stages) s->size *= 2;
     unsigned rings = spmc ? 1 : c->consumers;
@@ -444,21 +492,25 @@ static double bench_ck(const struct cfg *c, int spmc)
         s->buf[q] = aligned_alloc(64, s->size * c->bytes);
     }
     struct run r = { c, NULL, NULL, s, { { 0 } } };
-    if (c->bytes == 64) {
-        r.producer = spmc ? ck_spmc_producer_i64 : ck_spsc_producer_i64;
-        r.consumer = spmc ? ck_spmc_consumer_i64 : ck_spsc_consumer_i64;
-    } else {
-        r.producer = spmc ? ck_spmc_producer_i4k : ck_spsc_producer_i4k;
-        r.consumer = spmc ? ck_spmc_consumer_i4k : ck_spsc_consumer_i4k;
+    int b64 = c->bytes == 64;
+    switch (kind) {
+    case CK_SPSC: r.producer = b64 ? ck_spsc_producer_i64 : ck_spsc_producer_i4k; break;
+    case CK_INPLACE: r.producer = b64 ? ck_inplace_producer_i64 : ck_inplace_producer_i4k; break;
+    case CK_SPMC: r.producer = b64 ? ck_spmc_producer_i64 : ck_spmc_producer_i4k; break;
+    default: r.producer = b64 ? ck_mpmc_producer_i64 : ck_mpmc_producer_i4k; break;
     }
+    if (spmc) r.consumer = b64 ? ck_spmc_consumer_i64 : ck_spmc_consumer_i4k;
+    else r.consumer = b64 ? ck_spsc_consumer_i64 : ck_spsc_consumer_i4k;
     double sec = run_threads(&r);
     if (spmc && s->taken != c->items) errors++;
     for (unsigned q = 0; q < rings; q++) free(s->buf[q]);
     free(s);
     return c->items / sec;
 }
-static double bench_ck_spsc(const struct cfg *c) { return bench_ck(c, 0); }
-static double bench_ck_spmc(const struct cfg *c) { return bench_ck(c, 1); }
+static double bench_ck_spsc(const struct cfg *c) { return bench_ck(c, CK_SPSC); }
+static double bench_ck_inplace(const struct cfg *c) { return bench_ck(c, CK_INPLACE); }
+static double bench_ck_spmc(const struct cfg *c) { return bench_ck(c, CK_SPMC); }
+static double bench_ck_mpmc(const struct cfg *c) { return bench_ck(c, CK_MPMC); }
 #endif
 
 /* ---- latency: round trips over two channels ------------------------------------- */
@@ -669,13 +721,15 @@ static struct stat3 stats(double *v, int n)
 
 struct impl { const char *name; double (*fn)(const struct cfg *); };
 
-static const struct impl impls[] = {
+static struct impl impls[] = {
     { "abar_ring", bench_ring },
     { "seed_4bar", bench_seed },
     { "mutex_cv", bench_mq },
 #ifdef RING_BENCH_HAVE_CK
     { "ck_spsc", bench_ck_spsc },
+    { "ck_spsc_inplace", bench_ck_inplace },
     { "ck_spmc_dist", bench_ck_spmc },
+    { "ck_mpmc_dist", bench_ck_mpmc },
 #endif
 };
 #define NIMPL (sizeof impls / sizeof impls[0])
@@ -683,13 +737,35 @@ static const struct impl impls[] = {
 static double tput[NIMPL][2][3];   /* [impl][bytes 64, 4096][consumers 1, 3, 8] */
 static double lat[5];
 
+/* The row of impl `name`, -1 if it is not built. */
+static int impl_ix(const char *name)
+{
+    for (size_t m = 0; m < NIMPL; m++)
+        if (strcmp(impls[m].name, name) == 0) return (int)m;
+    return -1;
+}
+
+/* Best of the named rows' figures at [bi][ci] (0 where none ran). */
+static double best_of(const char *const *names, int bi, int ci)
+{
+    double b = 0;
+    for (; *names; names++) {
+        int m = impl_ix(*names);
+        if (m >= 0 && tput[m][bi][ci] > b) b = tput[m][bi][ci];
+    }
+    return b;
+}
+
+static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
+
 static void usage(const char *p)
 {
     fprintf(stderr,
             "usage: %s [-r rounds] [-n items64] [-N items4k] [-s stages] [-l iters] [-p 0|1]\n"
             "          [-T] (throughput only) [-L] (latency only)\n"
             "          [-c consumers] [-b bytes] [-m impl]: run only these\n"
-            "          [-t seconds]: target length of a throughput round (items capped to fit)\n", p);
+            "          [-t seconds]: target length of a throughput round (items capped to fit)\n"
+            "          [-A name]: the name the abar_ring rows carry\n", p);
     exit(2);
 }
 
@@ -700,7 +776,8 @@ int main(int argc, char **argv)
     const char *only_m = NULL;
     long items64 = 400000, items4k = 100000, liters = 200000;
     int o;
-    while ((o = getopt(argc, argv, "r:n:N:s:l:p:TLc:b:m:t:")) != -1) {
+    const char *ring_name = "abar_ring";
+    while ((o = getopt(argc, argv, "r:n:N:s:l:p:TLc:b:m:t:A:")) != -1) {
         switch (o) {
         case 'r': rounds = atoi(optarg); break;
         case 'n': items64 = atol(optarg); break;
@@ -714,6 +791,7 @@ int main(int argc, char **argv)
         case 'm': only_m = optarg; break;
         case 't': round_s = atof(optarg); break;
         case 'L': do_t = 0; break;
+        case 'A': ring_name = optarg; break;
         default: usage(argv[0]);
         }
     }
@@ -723,6 +801,7 @@ int main(int argc, char **argv)
     if (sched_getaffinity(0, sizeof aff, &aff) == 0 && CPU_COUNT(&aff) < ncpu) ncpu = CPU_COUNT(&aff);
     for (size_t i = 0; i < sizeof pattern; i++) pattern[i] = (unsigned char)(i * 131u);
 
+    impls[0].name = ring_name;
     printf("# ring_bench: %ld CPUs, stages %d, rounds %d (median, min, max)\n", ncpu, stages, rounds);
     printf("scenario,impl,threads,param,median,min,max,rounds,phases,unit,flags\n");
     static const size_t sizes[2] = { 64, 4096 };
@@ -758,7 +837,7 @@ int main(int argc, char **argv)
     struct { const char *name; void *(*a)(void *), *(*b)(void *); } lats[] = {
         { "pingpong", pp_a, pp_b },
         { "pingpong_yield", ppy_a, ppy_b },
-        { "abar_ring", ring_a, ring_b },
+        { ring_name, ring_a, ring_b },
 #ifdef RING_BENCH_HAVE_CK
         { "ck_spsc", ck_a, ck_b },
 #endif
@@ -778,22 +857,32 @@ int main(int argc, char **argv)
         }
     }
 
-    printf("# targets\n");
+    printf("# targets (ratios within this run)\n");
     if (do_t) {
-        printf("# abar_ring / mutex_cv, 64 B:  1C %.2fx  3C %.2fx  8C %.2fx   (target >= 3x)\n",
-               tput[0][0][0] / tput[2][0][0], tput[0][0][1] / tput[2][0][1],
-               tput[0][0][2] / tput[2][0][2]);
-        printf("# abar_ring / seed_4bar, 64 B: 1C %.2fx  3C %.2fx  8C %.2fx\n",
-               tput[0][0][0] / tput[1][0][0], tput[0][0][1] / tput[1][0][1],
-               tput[0][0][2] / tput[1][0][2]);
+        int mq = impl_ix("mutex_cv");
+        printf("# %s / mutex_cv, 64 B:  1C %.2fx  3C %.2fx  8C %.2fx\n", ring_name,
+               ratio(tput[0][0][0], tput[mq][0][0]), ratio(tput[0][0][1], tput[mq][0][1]),
+               ratio(tput[0][0][2], tput[mq][0][2]));
 #ifdef RING_BENCH_HAVE_CK
-        printf("# ck_spsc / abar_ring, 1P1C:  64 B %.2fx  4 KiB %.2fx   (target <= 1.2x)\n",
-               tput[3][0][0] / tput[0][0][0], tput[3][1][0] / tput[0][1][0]);
+        static const char *const spsc[] = { "ck_spsc", NULL };
+        static const char *const bcast[] = { "ck_spsc", "ck_spsc_inplace", NULL };
+        static const char *const any[] = { "ck_spsc", "ck_spsc_inplace", "ck_spmc_dist",
+                                           "ck_mpmc_dist", NULL };
+        printf("# %s / ck_spsc, 1P1C:  64 B %.2fx (target >= 0.8x)  4 KiB %.2fx (target >= 1.0x)\n",
+               ring_name, ratio(tput[0][0][0], best_of(spsc, 0, 0)),
+               ratio(tput[0][1][0], best_of(spsc, 1, 0)));
+        for (int bi = 0; bi < 2; bi++)
+            printf("# %s / ck's best broadcast (spsc, spsc_inplace), %s:  1P3C %.2fx  1P8C %.2fx"
+                   " (target >= 1.5x); / ck's best of all, distributing too: %.2fx  %.2fx\n",
+                   ring_name, bi ? "4 KiB" : "64 B", ratio(tput[0][bi][1], best_of(bcast, bi, 1)),
+                   ratio(tput[0][bi][2], best_of(bcast, bi, 2)),
+                   ratio(tput[0][bi][1], best_of(any, bi, 1)),
+                   ratio(tput[0][bi][2], best_of(any, bi, 2)));
 #endif
     }
     if (do_l)
-        printf("# abar_ring latency / pingpong: %.2fx, / pingpong_yield: %.2fx   (target <= 1.2x)\n",
-               lat[2] / lat[0], lat[2] / lat[1]);
+        printf("# %s hand-off / pingpong: %.2fx (target <= 1.1x), / pingpong_yield: %.2fx\n",
+               ring_name, ratio(lat[2], lat[0]), ratio(lat[2], lat[1]));
     if (errors) {
         printf("# ERRORS: %ld wrong values or failed calls\n", (long)errors);
         return 1;
