@@ -7,8 +7,10 @@
 //  - where std::barrier has a precondition (undefined behaviour when broken),
 //    abar::barrier throws std::system_error with abar's errno: more
 //    arrivals than the phase expects (EINVAL), a token of another barrier
-//    (EINVAL), waiting on the barrier from its own completion (EDEADLK), any
-//    call after cancel() (ECANCELED);
+//    (EINVAL), waiting on the barrier from its own completion, by wait() or
+//    by arrive_and_wait() (EDEADLK), any call after cancel() (ECANCELED);
+//  - a completion that throws ends in std::terminate (std::barrier's
+//    completion must not throw; neither library checks it);
 //  - the constructor is not constexpr (it initialises the C barrier), and
 //    throws std::system_error (EINVAL) for expected < 0 or > max();
 //    expected == 0 makes a barrier that any arrival finds over-full;
@@ -39,10 +41,17 @@ struct no_completion {
     void operator()() noexcept {}
 };
 
+// Any completion std::barrier takes: a function object invocable as an
+// lvalue with no argument.  The standard requires it not to throw but does
+// not require it to say noexcept (a plain `[&] { ... }` lambda is fine); one
+// that throws ends the program in std::terminate, as an exception leaving a
+// noexcept function does.
 template <class CompletionFunction = no_completion>
 class barrier {
-    static_assert(std::is_nothrow_invocable_v<CompletionFunction &>,
-                  "the completion must be invocable as an lvalue without throwing (as for std::barrier)");
+    static_assert(std::is_invocable_v<CompletionFunction &>,
+                  "the completion must be invocable as an lvalue with no argument (as for std::barrier)");
+    static_assert(std::is_move_constructible_v<CompletionFunction>,
+                  "the completion must be move-constructible (as for std::barrier)");
 
 public:
     class arrival_token {
@@ -161,7 +170,9 @@ public:
     abar_t *native_handle() noexcept { return &b_; }
 
 private:
-    static void run_completion(void *self) { static_cast<barrier *>(self)->f_(); }
+    // noexcept: an exception from the completion never unwinds into the C
+    // library's frames; it ends in std::terminate here.
+    static void run_completion(void *self) noexcept { static_cast<barrier *>(self)->f_(); }
     abar_t *handle() const noexcept { return const_cast<abar_t *>(&b_); }
     [[noreturn]] static void fail(int err, const char *what)
     {

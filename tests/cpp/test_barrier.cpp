@@ -6,9 +6,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <exception>
+#include <stdexcept>
 #include <system_error>
 #include <thread>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 #if __has_include(<barrier>)
 #include <barrier>
 #endif
@@ -194,24 +199,80 @@ static bool preconditions_throw()
     return true;
 }
 
+// Inside its own completion: arrive_and_wait() and wait() on the completing
+// phase's token both say EDEADLK (the wait could never end); a bare arrive()
+// there is one arrival too many for the phase (EINVAL).
 static bool wait_in_completion_is_edeadlk()
 {
     struct C {
         abar::barrier<C> **self;
-        int *err;
+        void **tok; // the completing phase's arrival_token, or null (C is incomplete here)
+        int *aw, *w, *a;
         void operator()() noexcept
         {
-            *err = error_of([this] { (*self)->arrive_and_wait(); });
+            *aw = error_of([this] { (*self)->arrive_and_wait(); });
+            using token = abar::barrier<C>::arrival_token;
+            if (*tok) *w = error_of([this] { (*self)->wait(token(*static_cast<token *>(*tok))); });
+            *a = error_of([this] { (void)(*self)->arrive(); });
         }
     };
-    abar::barrier<C> *p = nullptr;
-    int err = -1;
-    abar::barrier<C> b(1, C{&p, &err});
-    p = &b;
-    b.arrive_and_wait();
-    // From inside its own completion the barrier's count is spent: an
-    // arrival there is one too many (EINVAL); abar_wait on it says EDEADLK.
-    CHECK(err == EINVAL || err == EDEADLK);
+    for (int n = 1; n <= 2; n++) {
+        abar::barrier<C> *p = nullptr;
+        void *tp = nullptr;
+        int aw = -1, w = -1, a = -1;
+        abar::barrier<C> b(n, C{&p, &tp, &aw, &w, &a});
+        p = &b;
+        if (n == 1) {
+            b.arrive_and_wait();
+        } else {
+            std::thread other([&] { b.arrive_and_wait(); });
+            b.arrive_and_wait();
+            other.join();
+        }
+        std::printf("  expected %d: in the completion arrive_and_wait %d, arrive %d\n", n, aw, a);
+        CHECK(aw == EDEADLK);
+        CHECK(a == EINVAL);
+    }
+    // wait(token) with the completing phase's token: the token is taken by
+    // one thread, the phase completed by another's arrival, whose
+    // completion waits on that token.
+    {
+        abar::barrier<C> *p = nullptr;
+        void *tp = nullptr;
+        int aw = -1, w = -1, a = -1;
+        abar::barrier<C> b(2, C{&p, &tp, &aw, &w, &a});
+        p = &b;
+        auto t = b.arrive();
+        tp = &t;
+        std::thread other([&] { b.arrive_and_wait(); }); // completes the phase: the completion runs there
+        other.join();
+        b.wait(std::move(t));
+        std::printf("  in the completion wait(the phase's token) %d\n", w);
+        CHECK(w == EDEADLK);
+    }
+    return true;
+}
+
+// A completion that throws ends in std::terminate (as inside any noexcept
+// call), never in an exception unwinding through the C barrier.
+static bool throwing_completion_terminates()
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        std::set_terminate([] { _exit(42); });
+        abar::barrier b(1, [] { throw std::runtime_error("completion"); });
+        try {
+            b.arrive_and_wait();
+        } catch (...) {
+            _exit(1); // the exception reached the caller
+        }
+        _exit(0);
+    }
+    int st = 0;
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+    std::printf("  child: %s %d (42: std::terminate)\n", WIFEXITED(st) ? "exit" : "signal",
+                WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 42);
     return true;
 }
 
@@ -221,7 +282,8 @@ int main()
     run("max_and_defaults", max_and_defaults);
     run("token_names_its_phase", token_names_its_phase);
     run("preconditions_throw", preconditions_throw);
-    run("wait_in_completion", wait_in_completion_is_edeadlk);
+    run("wait_in_completion_is_edeadlk", wait_in_completion_is_edeadlk);
+    run("throwing_completion_terminates", throwing_completion_terminates);
     std::printf("%d passed, %d failed\n", passed, failed);
     return failed != 0;
 }
