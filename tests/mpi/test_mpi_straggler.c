@@ -1,8 +1,8 @@
 /* test_mpi_straggler.c - a phase every rank arrived in completes on every
  * rank that waits for it, whatever the others did after their arrival: one
- * rank arrives 300 ms late, another times out, cancels and destroys (the
- * "quitter"), the rest wait.  The quitter's part of the phase (a
- * dissemination round to pass on, the tree's fan-in and fan-out, the
+ * rank (the "quitter") times out, cancels and destroys, another arrives
+ * 300 ms after that cancel, the rest wait.  The quitter's part of the phase
+ * (a dissemination round to pass on, the tree's fan-in and fan-out, the
  * root's release or cancel mark) must still reach them.  Run with 2 and 4
  * ranks. */
 #include "mpi_harness.h"
@@ -48,11 +48,19 @@ static void run_straggler(unsigned flags, int completion, int root_quits, int ho
             MCHECK_EQ(abar_mpi_wait_until(&b, t, &d), ETIMEDOUT);
         }
         MCHECK_EQ(abar_mpi_cancel(&b), 0);
+        /* the late rank arrives only after this cancel (on a loaded machine
+         * a sleep alone would not order them) */
+        int go = 1;
+        MPI_Send(&go, 1, MPI_INT, late, 77, MPI_COMM_WORLD);
         MCHECK_EQ(abar_mpi_wait(&b, t), ECANCELED);
         MCHECK_EQ(abar_mpi_destroy(&b), 0);   /* while the others still wait */
         return;
     }
-    if (mrank == late) msleep_ms(300);
+    if (mrank == late) {
+        int go;
+        MPI_Recv(&go, 1, MPI_INT, quitter, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        msleep_ms(300);
+    }
     abar_token_t t = abar_mpi_arrive(&b);
     MCHECK_EQ(abar_token_error(t), 0);
     /* a deadline, so that a lost phase fails here rather than hangs */
