@@ -24,12 +24,16 @@
  * cost less and less.
  *
  * And a stretch must pay.  Where the thread a stolen CPU runs still gets
- * time now and then (a busier process of the same machine, not a host),
- * parking costs a wake-up that waits for that CPU, and spinning won: the
- * waiters time the waits that outlive their first spin, one in 8, and a
- * stretch whose waits took 1.5 times as long on average as those of the
- * spinning stretch before it makes the next signs be ignored for a while
- * (ABAR__CALM_NS, doubled each time again in a row).  Oversubscribed waits (more threads than CPUs) keep
+ * time now and then (a busier process of the same machine), or where the
+ * host takes little, spinning can win: a phase stalled now and then costs
+ * less than a wake-up every phase.  So each waiter counts how fast its own
+ * phases go: at each wait that outlives its first spin, the phases of the
+ * same barrier since its last such wait (the token's phase number tells,
+ * the ones its first spin ended included) and the time since.  A stretch
+ * whose phases went 1.5 times slower than those of the spinning stretch
+ * before it makes the next signs be ignored for a while (ABAR__CALM_NS,
+ * doubled each time again in a row); one that did as well or better keeps
+ * them heard.  Oversubscribed waits (more threads than CPUs) keep
  * their own rule (wait.c): they yield as they spin, so their clock jumps
  * say nothing.
  *
@@ -44,29 +48,31 @@ static _Atomic uint64_t calm_end;   /* when the last stretch ended or ends, 0 if
 static _Atomic uint32_t calm_shift; /* the next stretch lasts ABAR__CALM_NS << this */
 static _Atomic uint64_t sign_at;    /* when the last sign was seen */
 static _Atomic uint32_t signs;      /* signs in a row, each within the window of the last */
-static _Atomic uint64_t wsum[2];    /* sampled waits of the current stretch, ns: [1] park-soon, [0] spin */
-static _Atomic uint32_t wn[2];      /* and how many */
-static _Atomic uint64_t wmean[2];   /* the mean of the last stretch of each kind, 0 if too few */
+static _Atomic uint64_t wph[2];     /* phases counted in the current stretch: [1] park-soon, [0] spin */
+static _Atomic uint64_t wns[2];     /* over this much of the threads' time, ns */
+static _Atomic uint32_t wn[2];      /* samples */
+static _Atomic uint64_t wrate[2];   /* the last stretch of each kind: phases per second, 0 if unknown */
 static _Atomic uint64_t deaf_until; /* signs are ignored until then: stretches did not pay */
 static _Atomic uint32_t deaf_shift; /* the next such while lasts ABAR__CALM_NS << this */
 
-/* Ends a stretch of kind k (1 park-soon, 0 spin): its mean wait. */
+/* Ends a stretch of kind k (1 park-soon, 0 spin): its phase rate. */
 static uint64_t close_stretch(int k)
 {
     const uint32_t n = atomic_exchange_explicit(&wn[k], 0, memory_order_relaxed);
-    const uint64_t sum = atomic_exchange_explicit(&wsum[k], 0, memory_order_relaxed);
-    const uint64_t m = n >= ABAR__WAITS_MIN ? sum / n : 0;
-    atomic_store_explicit(&wmean[k], m, memory_order_relaxed);
-    return m;
+    const uint64_t ph = atomic_exchange_explicit(&wph[k], 0, memory_order_relaxed);
+    const uint64_t ns = atomic_exchange_explicit(&wns[k], 0, memory_order_relaxed);
+    const uint64_t r = n >= ABAR__WAITS_MIN && ns ? (uint64_t)((double)ph * 1e9 / (double)ns) + 1 : 0;
+    atomic_store_explicit(&wrate[k], r, memory_order_relaxed);
+    return r;
 }
 
 /* A park-soon stretch is over at `now`: did it pay? */
 static void judge_stretch(uint64_t now)
 {
     const uint64_t park = close_stretch(1);
-    const uint64_t spin = atomic_load_explicit(&wmean[0], memory_order_relaxed);
+    const uint64_t spin = atomic_load_explicit(&wrate[0], memory_order_relaxed);
     uint32_t sh = atomic_load_explicit(&deaf_shift, memory_order_relaxed);
-    if (park && spin && park * ABAR__WORSE_DEN > spin * ABAR__WORSE_NUM) {
+    if (park && spin && spin * ABAR__WORSE_DEN > park * ABAR__WORSE_NUM) {
         atomic_store_explicit(&deaf_until, now + ((uint64_t)ABAR__CALM_NS << sh), memory_order_relaxed);
         if (sh < ABAR__CALM_SHIFT_MAX) atomic_store_explicit(&deaf_shift, sh + 1, memory_order_relaxed);
     } else if (park && spin) {
@@ -125,11 +131,34 @@ void abar__spin_slept(uint64_t parked, uint64_t woke, uint64_t now)
     if (woke >= parked && woke - parked >= ABAR__STALL_NS) sign(now);
 }
 
-void abar__spin_waited(uint64_t entered, bool soon)
+/* The thread's own count: phases of one barrier since a time, in one kind
+ * of stretch; handed to the shared sums every ABAR__SAMPLE waits. */
+static _Thread_local struct {
+    const void *b;
+    uint64_t raw, at, ph, ns;
+    unsigned n;
+    bool soon;
+} mine;
+
+void abar__spin_phase(const void *b, uint64_t raw, bool soon)
 {
-    static _Thread_local unsigned tick;
-    if (++tick % 8 != 0) return;
-    const uint64_t d = abar__now_ns() - entered;
-    atomic_fetch_add_explicit(&wsum[soon], d, memory_order_relaxed);
-    atomic_fetch_add_explicit(&wn[soon], 1, memory_order_relaxed);
+    const uint64_t now = abar__now_ns();
+    if (b == mine.b && soon == mine.soon && raw > mine.raw) {
+        mine.ph += raw - mine.raw;
+        mine.ns += now - mine.at;
+        if (++mine.n == ABAR__SAMPLE) {
+            atomic_fetch_add_explicit(&wph[soon], mine.ph, memory_order_relaxed);
+            atomic_fetch_add_explicit(&wns[soon], mine.ns, memory_order_relaxed);
+            atomic_fetch_add_explicit(&wn[soon], 1, memory_order_relaxed);
+            mine.ph = mine.ns = 0;
+            mine.n = 0;
+        }
+    } else { /* another barrier, or the kind changed: start over */
+        mine.ph = mine.ns = 0;
+        mine.n = 0;
+    }
+    mine.b = b;
+    mine.raw = raw;
+    mine.at = now;
+    mine.soon = soon;
 }

@@ -24,14 +24,15 @@
 #define ABAR__CALM_NS 50000000u
 #define ABAR__CALM_SHIFT_MAX 5u
 #define ABAR__CALM_RESET_NS 1000000000u
-/* A stretch must pay: if its waits took on average 1.5 times (3/2) as
- * long as those of the spinning stretch before it, signs are ignored for
- * ABAR__CALM_NS, doubled each time that happens again in a row (up to
- * ABAR__CALM_SHIFT_MAX doublings).  A mean needs ABAR__WAITS_MIN sampled
- * waits (one in 8 of each thread's). */
+/* A stretch must pay: if the spinning stretch before it completed phases
+ * 1.5 times (3/2) as fast, signs are ignored for ABAR__CALM_NS, doubled
+ * each time that happens again in a row (up to ABAR__CALM_SHIFT_MAX
+ * doublings).  A rate needs ABAR__WAITS_MIN samples (each a thread's 8
+ * waits that outlived the first spin). */
 #define ABAR__WORSE_NUM 3u
 #define ABAR__WORSE_DEN 2u
-#define ABAR__WAITS_MIN 16u
+#define ABAR__WAITS_MIN 4u
+#define ABAR__SAMPLE 8u
 
 /* When the current park-soon stretch ends (ns, abar__now_ns), 0 if none. */
 extern _Atomic uint64_t abar__calm_until;
@@ -52,8 +53,8 @@ void abar__spin_gap(uint64_t now, uint64_t gap);
  * woken by the completer's wake noted at `woke` (block()). */
 void abar__spin_slept(uint64_t parked, uint64_t woke, uint64_t now);
 
-/* A wait that outlived the first spin, begun at `entered`, ended released
- * (block()); `soon`: it parked soon (a stretch was on when it began). */
-void abar__spin_waited(uint64_t entered, bool soon);
+/* A wait of phase `raw` of barrier `b` outlived the first spin (block());
+ * `soon`: it parks soon (a stretch is on). */
+void abar__spin_phase(const void *b, uint64_t raw, bool soon);
 
 #endif

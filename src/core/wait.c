@@ -122,8 +122,9 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
                           ? 0
                           : abar__spin_budget(b, atomic_load_explicit(&b->slept, memory_order_relaxed)
                                                      ? ABAR__SLEPT_SPIN_FACTOR : 1);
-    /* when this wait began, for policy.c's check that parking soon pays */
-    const uint64_t entered = adapts ? abar__now_ns() : 0;
+    /* how fast this thread's phases go, for policy.c's check that parking
+     * soon pays */
+    if (adapts) abar__spin_phase(b, t.raw, soon);
     const uint64_t deadline = abstime ? deadline_ns(abstime) : UINT64_MAX;
     uint64_t t0 = 0; /* read lazily: most waits end before the first clock read */
     uint64_t t1 = 0; /* when the budget started: t0, or when the last sleeper was seen */
@@ -133,10 +134,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
          * and they share no line with the arrivals.  The usual news: our
          * phase is released.  acquire: pairs with the completer's release
          * store of phase. */
-        if (released(rw, t)) {
-            if (entered) abar__spin_waited(entered, soon);
-            return 0;
-        }
+        if (released(rw, t)) return 0;
         /* A cancel flags the futex word; a full look settles what that means
          * (and now and then what no word shows: the barrier finished). */
         if ((atomic_load_explicit(&rw->futex, memory_order_relaxed) & ABAR__FUTEX_CANCELLED) ||
@@ -195,10 +193,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
          * at once if either came after this read.  acquire: pairs with their
          * release RMWs on it (a changed word means the state shows why). */
         const uint32_t v = atomic_load_explicit(&rw->futex, memory_order_acquire);
-        if (!pending_result(r = look(b, t, &s))) {
-            if (entered && r == 0) abar__spin_waited(entered, soon);
-            return r;
-        }
+        if (!pending_result(r = look(b, t, &s))) return r;
         if (abstime && abar__now_ns() >= deadline) return ETIMEDOUT;
         if (r == EBUSY || (s & ST_CANCELLED)) {
             sched_yield();

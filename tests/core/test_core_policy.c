@@ -177,39 +177,48 @@ TEST(park_soon_stretch_rule)
     CHECK(!abar__park_soon());
 }
 
-/* White box: a stretch must pay (policy.c).  Waits of 10 µs while
- * spinning, then a stretch whose waits take 500 µs: once it ends, the
- * signs that follow are ignored (for 50 ms), where a stretch whose waits
- * were as short would have let them start another. */
-static void waits(uint64_t ns, bool soon, unsigned n)
+/* White box: a stretch must pay (policy.c).  A thread's phases go at 1
+ * per µs while it spins; then a stretch in which they go 10 times faster:
+ * once it ends, signs start another; then one in which they go 100 times
+ * slower: once it ends, the signs that follow are ignored (for 50 ms).
+ * (Factors this large: a loaded machine stretches the 100 µs steps.) */
+static uint64_t fake_raw;
+static char fake_b; /* the barrier the samples name */
+static void phases(bool soon, uint64_t per_call, unsigned calls)
 {
-    for (unsigned i = 0; i < 8 * n; i++) abar__spin_waited(abar__now_ns() - ns, soon); /* one in 8 counts */
+    for (unsigned i = 0; i < calls; i++) {
+        fake_raw += per_call;
+        abar__spin_phase(&fake_b, fake_raw, soon);
+        const uint64_t t0 = abar__now_ns();
+        while (abar__now_ns() - t0 < 100000u) {} /* 100 µs a call */
+    }
 }
 static void signs_now(void)
 {
     for (unsigned i = 0; i < ABAR__SIGNS; i++) abar__spin_gap(abar__now_ns(), ABAR__GAP_NS);
 }
+static void stretch_ends(void)
+{
+    const uint64_t until = atomic_load(&abar__calm_until);
+    while (abar__now_ns() < until) msleep(5);
+    CHECK(!abar__park_soon()); /* over, judged */
+}
+enum { CALLS = 1 + 2 * ABAR__SAMPLE * ABAR__WAITS_MIN };
 TEST(park_soon_stretch_must_pay)
 {
-    /* as long as the spinning waits: the next signs start a stretch */
-    waits(10000, false, 2 * ABAR__WAITS_MIN);
+    phases(false, 100, CALLS);
     signs_now();
     CHECK(abar__park_soon());
-    waits(12000, true, 2 * ABAR__WAITS_MIN);
-    uint64_t until = atomic_load(&abar__calm_until);
-    while (abar__now_ns() < until) msleep(5);
-    CHECK(!abar__park_soon()); /* over, judged: it paid */
-    waits(10000, false, 2 * ABAR__WAITS_MIN);
+    phases(true, 1000, CALLS); /* faster: it paid */
+    stretch_ends();
+    phases(false, 100, CALLS);
     signs_now();
     CHECK(abar__park_soon());
-    /* 50 times as long: the signs after it are ignored for a while */
-    waits(500000, true, 2 * ABAR__WAITS_MIN);
-    until = atomic_load(&abar__calm_until);
-    while (abar__now_ns() < until) msleep(5);
-    CHECK(!abar__park_soon());
-    waits(10000, false, 2 * ABAR__WAITS_MIN);
+    phases(true, 1, CALLS); /* 100 times slower */
+    stretch_ends();
+    phases(false, 100, CALLS);
     signs_now();
-    CHECK(!abar__park_soon());
+    CHECK(!abar__park_soon()); /* ignored */
     msleep(ABAR__CALM_NS / 1000000 + 10); /* and heard again after that */
     signs_now();
     CHECK(abar__park_soon());
