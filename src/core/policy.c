@@ -75,6 +75,8 @@ static void judge_stretch(uint64_t now)
     if (park && spin && spin * ABAR__WORSE_DEN > park * ABAR__WORSE_NUM) {
         atomic_store_explicit(&deaf_until, now + ((uint64_t)ABAR__CALM_NS << sh), memory_order_relaxed);
         if (sh < ABAR__CALM_SHIFT_MAX) atomic_store_explicit(&deaf_shift, sh + 1, memory_order_relaxed);
+        /* and the next stretch, a try, is a short one */
+        atomic_store_explicit(&calm_shift, 0, memory_order_relaxed);
     } else if (park && spin) {
         atomic_store_explicit(&deaf_shift, 0, memory_order_relaxed);
     }

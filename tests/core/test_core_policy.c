@@ -220,8 +220,12 @@ TEST(park_soon_stretch_must_pay)
     signs_now();
     CHECK(!abar__park_soon()); /* ignored */
     msleep(ABAR__CALM_NS / 1000000 + 10); /* and heard again after that */
+    const uint64_t now = abar__now_ns();
     signs_now();
     CHECK(abar__park_soon());
+    /* the try that follows a stretch that did not pay is a short one */
+    CHECK(atomic_load(&abar__calm_until) <= abar__now_ns() + ABAR__CALM_NS);
+    CHECK(atomic_load(&abar__calm_until) >= now + ABAR__CALM_NS);
 }
 
 int main(int argc, char **argv) { return harness_main(argc, argv); }
