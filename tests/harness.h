@@ -19,6 +19,14 @@
  *   ABAR_TEST_QEMU_USER=1  running under qemu-user (harness_qemu_user()).
  *   SKIP_IF(cond, "why")   inside a case: if cond, the case stops, is printed
  *                          "SKIP name  not run: why" and counted as not run.
+ *   TEST_NOT_HERE(name, "why")  a case this system cannot run (its body is
+ *                          left out where it does not compile): registered,
+ *                          and reported as not run with the reason.
+ *
+ * Where there is no fork (Windows: HARNESS_FORK is 0) every case runs in a
+ * new process all the same: the program starts itself again as
+ * `prog --case name` (which runs that one case and exits 0, 1 or 77) and
+ * ends it at the time limit.
  */
 #ifndef ABAR_TEST_HARNESS_H
 #define ABAR_TEST_HARNESS_H
@@ -28,10 +36,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(_WIN32)
+#  define HARNESS_FORK 0
+#  include <process.h>
+#  include <pthread.h>
+#  include <windows.h>
+#  undef far  /* windef.h's, a name the tests use */
+#  undef near
+#  define pthread_tryjoin_np(t, ret) _pthread_tryjoin((t), (ret)) /* winpthreads' name */
+/* POSIX's environment calls, which the C runtime names otherwise */
+__attribute__((unused)) static int setenv(const char *name, const char *value, int overwrite)
+{
+    if (!overwrite && getenv(name)) return 0;
+    return _putenv_s(name, value) == 0 ? 0 : -1;
+}
+__attribute__((unused)) static int unsetenv(const char *name) { return _putenv_s(name, "") == 0 ? 0 : -1; }
+#else
+#  define HARNESS_FORK 1
+#  include <sys/mman.h>
+#  include <sys/wait.h>
+#endif
 
 typedef void harness_fn(void);
 struct harness_case { const char *name; harness_fn *fn; };
@@ -53,6 +79,7 @@ static int harness_ncases;
  * exit status alone can never make a case count as not run). */
 enum { HARNESS_SKIP_STATUS = 77, HARNESS_SKIP_LEN = 200 };
 static char *harness_skip_why;
+static const char *harness_case_name; /* the case this process runs */
 
 __attribute__((unused)) static int harness_slow(void)
 {
@@ -71,11 +98,16 @@ __attribute__((unused)) static int harness_qemu_user(void)
     do {                                                                   \
         if ((cond) && harness_skip_why != NULL) {                          \
             snprintf(harness_skip_why, HARNESS_SKIP_LEN, "%s", (why));     \
+            if (!HARNESS_FORK) /* the case's own process says it */        \
+                printf("SKIP %-40s not run: %s\n", harness_case_name,      \
+                       harness_skip_why);                                  \
             fflush(stdout);                                                \
             fflush(stderr);                                                \
             _exit(HARNESS_SKIP_STATUS);                                    \
         }                                                                  \
     } while (0)
+
+#define TEST_NOT_HERE(name, why) TEST(name) { SKIP_IF(1, why); }
 
 #define CHECK(cond)                                                        \
     do {                                                                   \
@@ -105,6 +137,41 @@ static double harness_now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+#if !HARNESS_FORK
+static const char *harness_self; /* argv[0] */
+
+/* Runs one case in a new process of this program (`--case name`); returns
+ * 1 if it passed, -1 if it was not run (SKIP_IF: the case printed its
+ * line), 0 if it failed. */
+static int harness_run_one(const struct harness_case *c, int timeout_s)
+{
+    double t0 = harness_now();
+    fflush(stdout);
+    char self[1024];
+    snprintf(self, sizeof self, "\"%s\"", harness_self);
+    const char *args[] = { self, "--case", c->name, NULL };
+    intptr_t h = _spawnv(_P_NOWAIT, harness_self, args);
+    if (h == -1) { perror("_spawnv"); return 0; }
+    DWORD st = 1;
+    if (WaitForSingleObject((HANDLE)h, (DWORD)timeout_s * 1000u) != WAIT_OBJECT_0) {
+        TerminateProcess((HANDLE)h, 1);
+        WaitForSingleObject((HANDLE)h, INFINITE);
+        CloseHandle((HANDLE)h);
+        printf("FAIL %-40s timed out after %d s\n", c->name, timeout_s);
+        return 0;
+    }
+    GetExitCodeProcess((HANDLE)h, &st);
+    CloseHandle((HANDLE)h);
+    double dt = harness_now() - t0;
+    if (st == HARNESS_SKIP_STATUS) return -1;
+    if (st == 0) {
+        printf("PASS %-40s %7.3f s\n", c->name, dt);
+        return 1;
+    }
+    printf("FAIL %-40s exit status %lu (0x%lx)\n", c->name, (unsigned long)st, (unsigned long)st);
+    return 0;
+}
+#else
 /* Runs one case in a child; returns 1 if it passed, -1 if it was not run
  * (SKIP_IF), 0 if it failed. */
 static int harness_run_one(const struct harness_case *c, int timeout_s)
@@ -116,6 +183,7 @@ static int harness_run_one(const struct harness_case *c, int timeout_s)
     if (pid < 0) { perror("fork"); return 0; }
     if (pid == 0) {
         alarm((unsigned)timeout_s); /* SIGALRM kills a hung case */
+        harness_case_name = c->name;
         c->fn();
         /* exit, not _exit: sanitizers report (and set the status) at exit */
         exit(0);
@@ -142,6 +210,7 @@ static int harness_run_one(const struct harness_case *c, int timeout_s)
         printf("FAIL %-40s exit status %d\n", c->name, WEXITSTATUS(st));
     return 0;
 }
+#endif
 
 static int harness_main(int argc, char **argv)
 {
@@ -152,8 +221,25 @@ static int harness_main(int argc, char **argv)
         for (int i = 0; i < harness_ncases; i++) puts(harness_cases[i].name);
         return 0;
     }
+#if HARNESS_FORK
     void *page = mmap(NULL, HARNESS_SKIP_LEN, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     harness_skip_why = page == MAP_FAILED ? NULL : (char *)page;
+#else
+    static char why[HARNESS_SKIP_LEN];
+    harness_skip_why = why;
+    harness_self = argv[0];
+    if (argc == 3 && strcmp(argv[1], "--case") == 0) { /* one case, in this process */
+        for (int i = 0; i < harness_ncases; i++)
+            if (strcmp(argv[2], harness_cases[i].name) == 0) {
+                harness_case_name = harness_cases[i].name;
+                harness_cases[i].fn();
+                fflush(stdout);
+                exit(0);
+            }
+        fprintf(stderr, "no case %s\n", argv[2]);
+        return 1;
+    }
+#endif
     int passed = 0, failed = 0, skipped = 0;
     for (int i = 0; i < harness_ncases; i++) {
         int wanted = argc <= 1;

@@ -70,19 +70,6 @@
 #  define ABAR__WAIT_NAME "portable"
 #endif
 
-/* Windows has no fork: winpthreads defines pthread_atfork as a macro that
- * drops its handlers, which would leave them unused.  This takes them. */
-#if defined(_WIN32)
-#  include <pthread.h>
-#  undef pthread_atfork
-static inline int abar__no_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
-{
-    (void)prepare, (void)parent, (void)child;
-    return 0;
-}
-#  define pthread_atfork abar__no_atfork
-#endif
-
 /* The hazard fence's heavy half (hazard.c).  abar__os_membarrier_register
  * says whether abar__os_membarrier makes every running thread of the
  * process execute a full fence (then waiters need only the compiler's
@@ -107,6 +94,15 @@ void abar__os_nap(uint64_t ns);
 
 uint64_t abar__now_ns(void);
 
+/* A CLOCK_MONOTONIC deadline in ns; one past 2^64 ns is never reached. */
+static inline uint64_t abar__os_deadline_ns(const struct timespec *ts)
+{
+    if (ts == NULL) return UINT64_MAX;
+    if (ts->tv_sec < 0) return 0;
+    if ((uint64_t)ts->tv_sec > (UINT64_MAX - 999999999u) / 1000000000u) return UINT64_MAX;
+    return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+}
+
 /* A process-shared wait where the wait/wake calls reach only this process:
  * polls *word with growing naps until it is no longer val, or the deadline
  * (CLOCK_MONOTONIC) has passed. */
@@ -114,8 +110,7 @@ uint64_t abar__now_ns(void);
 #define ABAR__POLL_NAP_MAX_NS 1000000u
 static inline int abar__os_poll_wait(_Atomic uint32_t *word, uint32_t val, const struct timespec *abstime)
 {
-    const uint64_t deadline =
-        abstime ? (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec : UINT64_MAX;
+    const uint64_t deadline = abar__os_deadline_ns(abstime);
     for (uint64_t nap = ABAR__POLL_NAP_MIN_NS;; nap = nap < ABAR__POLL_NAP_MAX_NS ? 2 * nap : nap) {
         /* relaxed: the caller's acquire re-check follows */
         if (atomic_load_explicit(word, memory_order_relaxed) != val) return 0;

@@ -104,8 +104,7 @@ int abar__futex_wait(_Atomic uint32_t *word, uint32_t val, bool pshared,
             pthread_cond_wait(&k->cv, &k->m);
         } else {
 #if defined(__APPLE__)
-            const uint64_t now = abar__now_ns(),
-                           at = (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec;
+            const uint64_t now = abar__now_ns(), at = abar__os_deadline_ns(abstime);
             const uint64_t left = at > now ? at - now : 0;
             const struct timespec rel = { (time_t)(left / 1000000000u), (long)(left % 1000000000u) };
             r = pthread_cond_timedwait_relative_np(&k->cv, &k->m, &rel);
@@ -118,8 +117,7 @@ int abar__futex_wait(_Atomic uint32_t *word, uint32_t val, bool pshared,
     atomic_fetch_sub_explicit(&k->waiters, 1, memory_order_relaxed);
     pthread_mutex_unlock(&k->m);
     errno = saved;
-    if (r == ETIMEDOUT && abstime &&
-        abar__now_ns() < (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec)
+    if (r == ETIMEDOUT && abar__now_ns() < abar__os_deadline_ns(abstime))
         r = 0; /* early by the clock's rounding: the caller re-checks and waits again */
     return r == ETIMEDOUT ? ETIMEDOUT : 0;
 }

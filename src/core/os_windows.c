@@ -24,9 +24,8 @@ int abar__futex_wait(_Atomic uint32_t *word, uint32_t val, bool pshared,
 {
     if (pshared) return abar__os_poll_wait(word, val, abstime);
     DWORD ms = INFINITE;
-    uint64_t deadline = UINT64_MAX;
-    if (abstime) {
-        deadline = (uint64_t)abstime->tv_sec * 1000000000u + (uint64_t)abstime->tv_nsec;
+    const uint64_t deadline = abar__os_deadline_ns(abstime);
+    if (deadline != UINT64_MAX) {
         const uint64_t now = abar__now_ns();
         if (now >= deadline) return ETIMEDOUT;
         const uint64_t left = (deadline - now + 999999u) / 1000000u; /* rounded up */
@@ -42,7 +41,13 @@ int abar__futex_wait(_Atomic uint32_t *word, uint32_t val, bool pshared,
     return 0;
 }
 
-bool abar__os_membarrier_register(void) { return true; }
+/* Wine's FlushProcessWriteBuffers did nothing before Wine 9 (a stub): under
+ * Wine (ntdll exports wine_get_version) both sides fence instead. */
+bool abar__os_membarrier_register(void)
+{
+    const HMODULE ntdll = GetModuleHandleA("ntdll.dll");
+    return ntdll == NULL || GetProcAddress(ntdll, "wine_get_version") == NULL;
+}
 void abar__os_membarrier(void) { FlushProcessWriteBuffers(); }
 
 /* The CPUs of the process's affinity mask (at most 64: one processor group). */

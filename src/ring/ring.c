@@ -53,7 +53,7 @@ int abar_ring_init(abar_ring_t *ring, uint32_t stages, uint32_t producers,
      * CPUs (abar_ncpu: the affinity mask and any cgroup CPU quota): poll
      * only briefly (RING_CROWDED_NS), since a long poll holds the CPU that
      * the awaited thread needs, but a hand-off is often imminent. */
-    bool crowded = (long)producers + consumers > (long)abar_ncpu();
+    bool crowded = (int64_t)producers + consumers > (int64_t)abar_ncpu();
     abar_attr_t a = { NULL, NULL, flags & ABAR_WAIT_SPIN ? ABAR_WAIT_SPIN : ABAR_WAIT_PARK };
     for (uint32_t k = 0; k < stages; k++) {
         if (abar_init(&bars[2 * (size_t)k], producers, &a) ||

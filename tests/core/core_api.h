@@ -21,7 +21,9 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#if !defined(_WIN32)
 #include <sys/mman.h>
+#endif
 
 
 __attribute__((unused)) static const unsigned POLICIES[3] = {0, ABAR_WAIT_SPIN, ABAR_WAIT_PARK};

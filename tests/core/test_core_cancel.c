@@ -196,6 +196,11 @@ static _Atomic int free_round_go, free_done_round;
 
 static abar_t *free_alloc(bool heap)
 {
+#if defined(_WIN32)
+    void *p = heap ? _aligned_malloc(sizeof(abar_t), 64)
+                   : VirtualAlloc(NULL, 4096, MEM_COMMIT | MEM_RESERVE, PAGE_READWRITE);
+    CHECK(p != NULL);
+#else
     if (heap) {
         void *p = NULL;
         CHECK_EQ(posix_memalign(&p, 64, sizeof(abar_t)), 0);
@@ -203,6 +208,7 @@ static abar_t *free_alloc(bool heap)
     }
     void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     CHECK(p != MAP_FAILED);
+#endif
     return p;
 }
 static void free_release(struct freeable *f)
@@ -212,8 +218,13 @@ static void free_release(struct freeable *f)
         fprintf(stderr, "last thread out: abar_destroy -> %d, want 0\n", r);
         _exit(1);
     }
+#if defined(_WIN32)
+    if (f->heap) _aligned_free(f->b);
+    else VirtualFree(f->b, 0, MEM_RELEASE);
+#else
     if (f->heap) free(f->b);
     else munmap(f->b, 4096);
+#endif
 }
 
 static void *free_worker(void *arg)
@@ -278,6 +289,14 @@ TEST(destroy_right_after_own_wait_then_free)
  * phase, and the policy varies (the pair's own path, abar_arrive_and_wait's
  * fallback when told to park).  The completion_ tests run the same with a
  * completion function, which takes the general path instead of the pair's. */
+static void noop_completion(void *arg) { (void)arg; }
+#if defined(_WIN32)
+TEST_NOT_HERE(pair_destroy_while_partner_returns_is_safe, "catches the fault of a use after free with a POSIX signal handler (sigaction): Windows has none")
+TEST_NOT_HERE(completion_pair_destroy_while_partner_returns_is_safe, "catches the fault of a use after free with a POSIX signal handler (sigaction): Windows has none")
+TEST_NOT_HERE(pair_destroy_while_partner_held_in_its_wait, "catches the fault of a use after free with a POSIX signal handler (sigaction): Windows has none")
+TEST_NOT_HERE(completion_pair_destroy_while_partner_held_in_its_wait, "catches the fault of a use after free with a POSIX signal handler (sigaction): Windows has none")
+TEST_NOT_HERE(destroy_while_completer_returns_is_safe, "catches the fault of a use after free with a POSIX signal handler (sigaction): Windows has none")
+#else
 static abar_t *_Atomic pd_b;
 static _Atomic int pd_rc;
 static void pd_segv(int sig)
@@ -299,7 +318,6 @@ static void *pd_partner(void *arg)
 /* A completion function that does nothing: a barrier of two with one is
  * not a ticket pair, so abar_arrive_and_wait takes its general path, not
  * the pair's. */
-static void noop_completion(void *arg) { (void)arg; }
 
 static void pair_destroy_while_partner_returns(abar_completion_fn *fn)
 {
@@ -452,6 +470,7 @@ TEST(destroy_while_completer_returns_is_safe)
         CHECK(atomic_load(&late_freed));
     }
 }
+#endif
 
 /* Destroy racing with a thread entering abar_wait (mode 0), or
  * abar_arrive_and_wait on a pair (mode 1: the pair's own path, which

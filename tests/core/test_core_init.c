@@ -156,7 +156,7 @@ static void *mono_reader(void *arg)
         last = p;
         n++;
     }
-    return (void *)n;
+    return (void *)(intptr_t)n;
 }
 static void *mono_worker(void *arg)
 {

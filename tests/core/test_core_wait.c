@@ -280,6 +280,9 @@ TEST(wait_until_released_before_deadline)
 
 /* ---- signals ------------------------------------------------------------------ */
 
+#if defined(_WIN32)
+TEST_NOT_HERE(signals_no_eintr, "POSIX signals (sigaction, pthread_kill): Windows has none")
+#else
 static _Atomic long sig_count;
 static void sig_handler(int sig)
 {
@@ -347,6 +350,7 @@ TEST(signals_no_eintr)
         CHECK_EQ(abar_destroy(&b), 0);
     }
 }
+#endif
 
 /* Waits are not thread-cancellation points: a deferred pthread_cancel sent to
  * a blocked waiter takes effect only at a later cancellation point, after the
@@ -620,6 +624,9 @@ TEST(waiters_spin_while_woken_sleepers_come_back)
  * online ones and a cgroup quota's: under `taskset -c 0` (CTest
  * test_core_wait_1cpu) one.  abar_ncpu tells the same count to callers
  * (the MPI layer and the ring decide with it too). */
+#if defined(_WIN32)
+TEST_NOT_HERE(ncpu_is_the_process_cpus, "compares with Linux's affinity calls (sched_getaffinity)")
+#else
 TEST(ncpu_is_the_process_cpus)
 {
     cpu_set_t s;
@@ -631,6 +638,7 @@ TEST(ncpu_is_the_process_cpus)
     CHECK_EQ(abar__ncpu(), want);
     CHECK_EQ(abar_ncpu(), want);
 }
+#endif
 
 #if defined(__x86_64__)
 /* cpus.c's probe, which decides whether a waiter released in its first spin
@@ -655,6 +663,9 @@ TEST(prefetchw_probe_matches_cpuinfo)
 
 /* A cgroup v2 CPU quota counts too (cpus.c): in a fake tree, the smallest
  * cpu.max on the way from the process's cgroup to the root, rounded up. */
+#if defined(_WIN32)
+TEST_NOT_HERE(cgroup_quota_counts, "Linux's cgroups, in a tree made with POSIX mkdtemp and mkdir")
+#else
 static void put_file(const char *root, const char *rel, const char *text)
 {
     char path[PATH_MAX];
@@ -705,6 +716,7 @@ TEST(cgroup_quota_counts)
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
     CHECK_EQ(system(cmd), 0);
 }
+#endif
 
 /* A base above the bound is kept as it is, never doubled past it nor cut. */
 TEST(spin_budget_env_above_bound_kept)
