@@ -199,6 +199,9 @@
 #ifndef NARR
 #define NARR 0
 #endif
+#ifndef EXTRA
+#define EXTRA 0
+#endif
 #if MUTANT == 11 && !AW_REGISTERED
 #error MUTANT 11 is a bug of the arrival of AW_REGISTERED
 #endif
@@ -234,7 +237,7 @@
 #define E0 N
 #endif
 
-#define NPROC (N + 2)
+#define NPROC (N + 3)
 #define NPHA (NPH + 2)
 
 #define EBUSY     16
@@ -318,7 +321,7 @@ bool gcancel = 0;          /* abar_cancel's fetch_or happened */
 byte grefused = 0;         /* a pair's refused adds not yet taken back */
 bool gfinished = 0;        /* the last drop's phase was opened */
 byte wdone = 0;            /* workers (other than 0) that returned for good */
-bool cdone = !CANCELLER, odone = !OBSERVER;
+bool cdone = !CANCELLER, odone = !OBSERVER, edone = !EXTRA;
 #define GEXP(p)    ((p) == 0 -> E0 : gexp[p])
 
 /* Every access to barrier memory: never after a successful destroy (P5).
@@ -355,6 +358,14 @@ inline snapshot(res, sv)
     od
 }
 #endif
+/* P2 for a token from abar__bracket_phase (tmp = `phase` read after the
+ * RMW, plus one): the phase counted in, unless 2^PBITS - 1 or more phases
+ * completed since (a stall after the RMW); then a later phase with the same
+ * low bits, never an earlier one, so a wait on it is never early (P1). */
+#define BRACKET_OK assert(LO(tp) == LO(gph) && tp >= gph && (tp == gph || tmp - 1 - gph >= PMASK))
+/* owned_phase (arrive.c): the phase a completer owns, from `phase` read
+ * after its RMW (S-1 or S) and its state's low bits */
+#define OWNED(ph, sv) (STPH(sv) == LO(ph) -> (ph) : (ph) + 1)
 /* abar__state_phase, abar_internal.h:198-202 */
 #define STATE_PHASE(c, sv) (STPH(sv) == LO(c) -> (c) : (c) + 1)
 
@@ -429,7 +440,7 @@ inline block(tk, tmd)
      * spinner polls the words until it leaves, so a destroy under it is
      * caught (P5) by the round's first access. */
     do
-    :: atomic { ACCESS; phase > tk || (futex & FUT_CANC) || (state & (CANC | FIN)) || dead } ->
+    :: atomic { ACCESS; phase > tk || (futex & FUT_CANC) || (state & (CANC | FIN)) || dead || EXTRA && tmd } ->
        atomic { ACCESS; tmp = phase };                   /* wait.c:77,125 */
        if
        :: tmp > tk -> r = 0; goto blockdone
@@ -602,8 +613,12 @@ inline publish(p, prk)
     :: else -> skip
     fi;
 #endif
+    if
+    :: areg -> leave(); areg = 0                         /* abar__before_release */
+    :: else -> skip
+    fi;
 #if MUTANT != 1
-    atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* arrive.c:201: the last access */
+    atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* arrive.c publish: the last access */
 #endif
 #if MUTANT == 3
     skip                                                 /* bug 3: never wake */
@@ -658,6 +673,107 @@ inline complete(p, ns)
 }
 
 #if PAIR
+/* A pair's single arrival (PAIR: the barrier expects 2 and has no
+ * completion function: ABAR__TICKET, lifecycle.c), abar__ticket_add and
+ * abar__ticket_slow (abar_internal.h, arrive.c): one CAS from a state it
+ * has judged, so a refused arrival changes nothing.  From the state s:
+ * cancelled or finished: ECANCELED; nothing pending (a drop's completion
+ * running): EINVAL; 2 pending, no drop: set HALF (the first of two), or
+ * with HALF: carry into the phase bits (the phase completes and the next
+ * opens in that CAS); 1 pending, no drop (a barrier of one): add one to
+ * the phase bits; with drops: take one from pending (0: complete the
+ * general way).  A CAS that completes phase S is taken only once `phase`
+ * shows S-1 published (owned_phase then names S from the low bits).  The
+ * inline fast path is the first two cases from the state `before` names,
+ * a subset of these steps.  Token in tp, r = error, lst = completed. */
+#define TBASE(s)   ((s) & ~((PMASK << PSHIFT) | PARKED))
+inline ticket_arrive()
+{
+    atomic { ACCESS; s = state };                        /* abar_internal.h ticket_add: v */
+    do
+    :: (s & (CANC | FIN)) -> r = ECANCELED; break        /* arrive.c ticket_slow */
+    :: !(s & (CANC | FIN)) && PEND(s) < 1 -> r = EINVAL; break
+    :: !(s & (CANC | FIN)) && PEND(s) >= 1 ->
+       if
+       :: TBASE(s) == BIAS + 2 || TBASE(s) == BIAS + 2 + HALF -> ns = (s + HALF) & SMASK
+       :: TBASE(s) == BIAS + 1 -> ns = (s + (1 << PSHIFT)) & SMASK
+       :: else -> ns = s - 1
+       fi;
+#if MUTANT == 20
+       /* bug 20: a completing CAS does not wait for the previous release */
+       if :: true -> skip fi;
+#else
+       atomic {                                          /* arrive.c: publish order */
+           ACCESS;
+           if
+           :: (STPH(ns) != STPH(s) || PEND(ns) == 0) && STPH(s) != LO(phase) -> ok = 0; s = state
+           :: else -> ok = 1
+           fi
+       };
+       if :: !ok -> goto ticketagain :: else -> skip fi;
+#endif
+       atomic {                                          /* the CAS, acq_rel */
+           ACCESS;
+           if
+           :: state == s ->
+              state = ns; ok = 1;
+              assert(!gcancel);                          /* P4: nothing counted after cancel */
+              arrived[gS] = arrived[gS] + 1; gph = gS;
+              if
+              :: STPH(ns) != STPH(s) ->                  /* the carry completes gS */
+                 assert(arrived[gS] == GEXP(gS) && !released[gS]);
+                 compl[gS]++;
+                 assert(compl[gS] == 1);
+                 assert(gdrops[gS] == 0);
+                 gexp[gS + 1] = GEXP(gS);
+                 assert(gexp[gS + 1] == expected);
+                 gS = gS + 1
+              :: else -> skip
+              fi
+           :: else -> s = state; ok = 0
+           fi
+       };
+       if :: ok -> r = 0; break :: else -> skip fi;
+ticketagain:
+       skip
+    od;
+    if
+    :: r == 0 && STPH(ns) != STPH(s) ->                  /* arrive.c ticket_release_wrapped */
+       atomic { ACCESS; tp = OWNED(phase, s); assert(tp == gph) };
+       atomic { ACCESS; phase == tp };                   /* the previous release first */
+#if MUTANT == 8 || MUTANT == 19
+       publish(tp, 0);                                   /* bug 8 (19): the carry ignores PARKED */
+#else
+       if
+       :: (s & PARKED) -> atomic { ACCESS; state = state & ~PARKED }
+       :: else -> skip
+       fi;
+       publish(tp, (s & PARKED));
+#endif
+       lst = 1
+    :: r == 0 && STPH(ns) == STPH(s) && PEND(ns) == 0 ->
+       atomic { ACCESS; tp = OWNED(phase, ns); assert(tp == gph) }; /* arrive.c owned_phase */
+#if MUTANT == 18
+       publish(tp, (s & PARKED));                        /* bug 18: published as if it had carried */
+#else
+       complete(tp, ns);
+#endif
+       lst = 1
+    :: r == 0 && STPH(ns) == STPH(s) && PEND(ns) > 0 ->
+       atomic {                                          /* abar__bracket_phase, read after */
+           ACCESS; tmp = phase + 1;
+           tp = tmp - ((tmp - STPH(s)) & PMASK);
+           BRACKET_OK
+       }
+    :: else -> skip
+    fi;
+    gph = 0; tmp = 0
+}
+
+#if MUTANT == 23
+/* bug 23: the pair's arrival before it was a CAS (one add of HALF, taken
+ * back when refused): under anonymous arrivals a refused add's transient
+ * HALF lets another arrival complete a phase with one real arrival. */
 /* A pair's single arrival (PAIR: the barrier expects N <= ABAR__PAIR_MAX = 2
  * threads and has no completion function: ABAR__TICKET, lifecycle.c:64),
  * abar__ticket_add and abar__ticket_arrive (abar_internal.h:256-289) with abar__ticket_slow
@@ -668,7 +784,7 @@ inline complete(p, ns)
  * (abar_internal.h:259); token in tp, r = error, lst = completed the phase.
  * The inline fast path (abar_internal.h:263-276) is the two usual outcomes
  * of the same add: the first of two, and the carry without PARKED. */
-inline ticket_arrive()
+inline ticket_arrive_old()
 {
     atomic {                                             /* abar_internal.h:263: fetch_add HALF */
         ACCESS; s = state; state = (state + HALF) & SMASK; ns = state;
@@ -742,6 +858,7 @@ inline ticket_arrive()
        fi
     fi
 }
+#endif
 #endif
 
 #if TREE
@@ -1015,13 +1132,12 @@ inline arrive(n, drp)
     :: else -> tree_arrive_n(n)
     fi
 #else
-#if FIX_ARRIVAL_PHASE
-    atomic { ACCESS; tmp = phase };                      /* arrive.c:77: before the RMW */
-#endif
     if
-    :: (n) == 1 && !(drp) ->                             /* arrive.c:79 */
-#if PAIR
-       ticket_arrive(); goto arrivedone;                 /* arrive.c:80 */
+    :: (n) == 1 && !(drp) ->                             /* arrive.c arrive_live */
+#if PAIR && MUTANT == 23
+       ticket_arrive_old(); goto arrivedone;
+#elif PAIR
+       ticket_arrive(); goto arrivedone;                 /* arrive.c arrive_live */
 #endif
        atomic {                                          /* arrive.c:85 fetch_sub */
            ACCESS; s = state; state = state - 1; ns = s - 1;
@@ -1047,43 +1163,75 @@ inline arrive(n, drp)
        do
        :: (s & (CANC | FIN)) -> r = ECANCELED; break     /* arrive.c:97 */
        :: !(s & (CANC | FIN)) && (n) > PEND(s) -> r = EINVAL; break /* arrive.c:100 */
-#if PAIR
-       :: !(s & (CANC | FIN)) && (n) <= PEND(s) && STPH(s) != LO(tmp) -> r = EINVAL; break /* arrive.c:104 */
-       :: !(s & (CANC | FIN)) && (n) <= PEND(s) && STPH(s) == LO(tmp) ->
-#else
        :: !(s & (CANC | FIN)) && (n) <= PEND(s) ->
+          ns = s - (n) + ((drp) -> DROP_ONE : 0);        /* arrive.c arrive_live */
+#if PAIR
+          /* a pair's phase these complete, no drop: the carry, in order */
+          if
+          :: !(drp) && PEND(ns) == 0 && !(s & HALF) && DROPS(s) == 0 ->
+             atomic { ACCESS; ok = (STPH(s) == LO(phase)); if :: !ok -> s = state :: else -> skip fi };
+             if :: !ok -> goto narragain :: else -> skip fi;
+             ns = (s + (1 << PSHIFT)) & SMASK
+          :: else -> skip
+          fi;
 #endif
-          ns = s - (n) + ((drp) -> DROP_ONE : 0);        /* arrive.c:105 */
-          atomic {                                       /* arrive.c:107 */
+          atomic {                                       /* arrive.c arrive_live: the CAS */
               ACCESS;
               if
               :: state == s ->
                  state = ns; ok = 1;
                  assert(!gcancel);                       /* P4 */
                  arrived[gS] = arrived[gS] + (n); gph = gS;
-                 gdrops[gS] = gdrops[gS] + ((drp) -> 1 : 0)
+                 gdrops[gS] = gdrops[gS] + ((drp) -> 1 : 0);
+                 if
+                 :: STPH(ns) != STPH(s) ->               /* the carry completes gS */
+                    assert(arrived[gS] == GEXP(gS) && !released[gS]);
+                    compl[gS]++;
+                    assert(compl[gS] == 1);
+                    gexp[gS + 1] = GEXP(gS);
+                    gS = gS + 1
+                 :: else -> skip
+                 fi
               :: else -> s = state; ok = 0
               fi
           };
-          if :: ok -> r = 0; break :: else -> skip fi
+          if :: ok -> r = 0; break :: else -> skip fi;
+narragain:
+          skip
        od
     fi;
     if
-    :: r == 0 ->
-#if FIX_ARRIVAL_PHASE
-       tp = tmp + ((STPH(s) - tmp) & PMASK);             /* arrive.c:110, 14-17: no access after the RMW */
-       assert(tp == gph);
-#else
-       atomic {                                          /* before 8fb3cd8: arrival_phase read phase here */
-           ACCESS; tmp = phase + 1;
-           tp = tmp - ((tmp - STPH(s)) & PMASK);
-           assert(tp == gph)                             /* P2: the token names the phase counted in */
-       };
-#endif
-       tmp = 0; gph = 0;
+    :: r == 0 && STPH(ns) != STPH(s) ->                  /* arrive.c ticket_release_wrapped */
+       atomic { ACCESS; tp = OWNED(phase, s); assert(tp == gph) };
+       atomic { ACCESS; phase == tp };
        if
-       :: PEND(ns) == 0 -> complete(tp, ns); lst = 1     /* arrive.c:111-113 */
+       :: (s & PARKED) -> atomic { ACCESS; state = state & ~PARKED }
        :: else -> skip
+       fi;
+       publish(tp, (s & PARKED));
+       lst = 1; gph = 0;
+       goto arrivedone
+    :: else -> skip
+    fi;
+    if
+    :: r == 0 ->
+       if
+       :: PEND(ns) == 0 ->                               /* the completer: owned_phase */
+#if MUTANT == 22
+          atomic { ACCESS; tp = phase };                 /* bug 22: the phase from `phase` alone */
+#else
+          atomic { ACCESS; tp = OWNED(phase, ns) };      /* arrive.c owned_phase */
+#endif
+          assert(tp == gph);
+          tmp = 0; gph = 0;
+          complete(tp, ns); lst = 1
+       :: else ->
+          atomic {                                       /* abar__bracket_phase: `phase` after the RMW */
+              ACCESS; tmp = phase + 1;                   /* (registered: arrive.c arrive) */
+              tp = tmp - ((tmp - STPH(s)) & PMASK);
+              BRACKET_OK
+          };
+          tmp = 0; gph = 0
        fi
     :: else -> skip
     fi;
@@ -1162,14 +1310,20 @@ inline cancel()
     fi
 }
 
-/* abar_destroy, lifecycle.c:82-105 */
+/* abar_destroy, lifecycle.c */
 inline destroy()
 {
-    atomic { ACCESS; sread = state };                    /* lifecycle.c:87 */
-    atomic { ACCESS; tmp = phase };                      /* lifecycle.c:88 */
+    atomic { ACCESS; sread = state };                    /* lifecycle.c destroy: st */
+    atomic { ACCESS; tmp = phase };
     if
     :: COMPLETING(sread) || STPH(sread) != LO(tmp) -> r = EBUSY
     :: else ->
+#if MUTANT != 21
+       if                                                /* a cancel between its two flags: */
+       :: (sread & CANC) -> atomic { ACCESS; (futex & FUT_CANC) } /* wait for its last write */
+       :: else -> skip
+       fi;
+#endif
        atomic {                                          /* lifecycle.c:92 CAS 0 -> DEAD */
            ACCESS;
            if
@@ -1205,6 +1359,7 @@ inline destroy()
 #define OP_TIMED  3  /* abar_arrive, then abar_wait_until (retried untimed) */
 #define OP_DROP   4  /* abar_arrive_and_drop, then leave */
 #define OP_ONLY   5  /* abar_arrive, no wait, then leave (last phase only) */
+#define OP_ARR    6  /* abar_arrive, no wait, and on (EXTRA: arrive-only threads) */
 
 /* How many a worker's abar_arrive counts: NARR for worker 1 with NARR
  * (abar_arrive_n, arrive.c:213), else 1. */
@@ -1216,7 +1371,7 @@ active [N] proctype worker()
     byte k = 0, op, tp, cur, ph1, ph2, gsr, gtr, next, tmp, i, gph, v;
     int s, ns, sread, cur_s;
     byte r;
-    bool ok, timed, lastph, entered, lst, left;
+    bool ok, timed, lastph, entered, lst, left, areg;
 #if TREE
     byte pp, e, q, hl, j, kk, age, err, fu, lft, take, units, drps, pass, lim;
     int w, nw, held[NL];
@@ -1230,12 +1385,17 @@ active [N] proctype worker()
        /* The menu (FULL_MENU=0 splits it between the workers to fit 3x3):
         * worker 0: AW, SPLIT, TIMED; worker 1: AW, SPLIT, ONLY (last);
         * worker 2: AW, DROP, ONLY (last). */
+       /* With EXTRA (anonymous arrivals) a thread's arrivals need not
+        * fill its own phases, so a wait may have no one left to complete
+        * it: worker 0 waits with a deadline (ETIMEDOUT: on to its next
+        * arrival), the others only arrive (OP_ARR). */
        if
-       :: !(NARR && _pid == 1) -> op = OP_AW
-       :: (_pid == 0 || (_pid == 1 || FULL_MENU) && (!lastph || SPLIT_FINAL)) -> op = OP_SPLIT
-       :: (_pid == 0 || FULL_MENU && (!lastph || SPLIT_FINAL)) -> op = OP_TIMED
-       :: (_pid == 2 || FULL_MENU && _pid != 0) && !(NARR && _pid == 1) -> op = OP_DROP
-       :: lastph && _pid != 0 && !NO_ONLY -> op = OP_ONLY
+       :: !EXTRA && !(NARR && _pid == 1) -> op = OP_AW
+       :: !EXTRA && (_pid == 0 || (_pid == 1 || FULL_MENU) && (!lastph || SPLIT_FINAL)) -> op = OP_SPLIT
+       :: (_pid == 0 || !EXTRA && FULL_MENU && (!lastph || SPLIT_FINAL)) -> op = OP_TIMED
+       :: !EXTRA && (_pid == 2 || FULL_MENU && _pid != 0) && !(NARR && _pid == 1) -> op = OP_DROP
+       :: !EXTRA && lastph && _pid != 0 && !NO_ONLY -> op = OP_ONLY
+       :: EXTRA && _pid != 0 -> op = OP_ARR
        fi;
        /* OP_AW is abar_arrive_and_wait: arrive_and_wait (wait.c:371-395),
         * and on a private pair without a completion function (PAIR)
@@ -1253,14 +1413,23 @@ active [N] proctype worker()
        :: else -> skip
        fi;
 #endif
+retryarrival:
+#if FIX_ARRIVAL_PHASE
+       /* abar_arrive and friends register for the call (arrive.c arrive) */
+       if :: op != OP_AW -> enter(); assert(entered); areg = 1 :: else -> skip fi;
+#endif
 #if AW_REGISTERED
        if
        :: op == OP_AW -> arrive_registered()             /* wait.c@4d5ff95:245 */
        :: else -> arrive(ARRN, op == OP_DROP)
        fi;
 #else
-       arrive(ARRN, op == OP_DROP);                      /* wait.c:384 / arrive.c:128, 209-226 */
+       arrive(ARRN, op == OP_DROP);                      /* wait.c arrive_and_wait / arrive.c */
 #endif
+       if :: areg -> leave(); areg = 0 :: else -> skip fi; /* not given up by a release */
+       /* Anonymous: a wider barrier refuses an arrival that races its
+        * completion (EINVAL, nothing counted); the caller arrives again. */
+       if :: r == EINVAL && EXTRA && !PAIR -> goto retryarrival :: else -> skip fi;
 #if MUTANT == 6
        if :: op == OP_AW -> enter() :: else -> skip fi;
 #endif
@@ -1301,7 +1470,8 @@ active [N] proctype worker()
              fi;
              check_wait(tp, r, timed);
              if
-             :: r == ETIMEDOUT -> timed = 0              /* try again, untimed */
+             :: r == ETIMEDOUT && EXTRA -> r = 0; break  /* gave up: on to the next arrival */
+             :: r == ETIMEDOUT && !EXTRA -> timed = 0    /* try again, untimed */
              :: else -> break
              fi
           od
@@ -1322,9 +1492,11 @@ active [N] proctype worker()
         * are joined first: their calls are not ordered with ours by the
         * barrier.  After a cancel every worker is joined (they may still
         * arrive and be refused). */
-       (cdone && odone);
+       /* A cancel may still be running: only its first write need have
+        * happened (a waiter that saw it may destroy at once). */
+       ((cdone || gcancel) && odone && edone);
        if
-       :: r != 0 -> (wdone == N - 1)
+       :: r != 0 || EXTRA -> (wdone == N - 1)           /* anonymous: others may be a phase behind */
        :: else -> skip
        fi;
        do
@@ -1338,6 +1510,40 @@ active [N] proctype worker()
     :: else -> wdone++
     fi
 }
+
+#if EXTRA
+/* Anonymous arrivals (EXTRA > 0): a thread that only arrives, EXTRA
+ * arrivals in all, one at a time or (arrive_n) two at once, registered
+ * for each call as abar_arrive is, at any moment: in the same phase as a
+ * worker's, twice in one phase, or across phases.  A refused arrive_n
+ * (EINVAL: fewer pending) is retried as single arrivals. */
+active proctype extra()
+{
+    byte tp, cur, ph1, ph2, gsr, gtr, next, tmp, i, gph, v, left_n, nn;
+    int s, ns, cur_s;
+    byte r;
+    bool ok, entered, lst, areg;
+    left_n = EXTRA;
+    do
+    :: left_n == 0 -> break
+    :: left_n > 0 ->
+       if
+       :: nn = 1
+       :: left_n >= 2 -> nn = 2
+       fi;
+       enter(); assert(entered); areg = 1;
+       arrive(nn, 0);
+       if :: areg -> leave(); areg = 0 :: else -> skip fi;
+       if
+       :: r == 0 -> left_n = left_n - nn
+       :: r == ECANCELED -> break
+       :: r == EINVAL -> assert(nn == 2 || !PAIR)        /* a pair never refuses a single one */
+       fi;
+       tp = 0; lst = 0
+    od;
+    edone = 1
+}
+#endif
 
 #if CANCELLER
 active proctype canceller()

@@ -7,7 +7,8 @@
 #   exhaustively (with the AW_REGISTERED variant: arrive_and_wait's arrival
 #   of 4d5ff95), each must report "errors: 0" and a complete search; then
 #   the findings F1, F2, F4 (old code), each planted bug (MUTANT=1,2,3,5,6,7,8,11,12,13;
-#   the arrival tree's 14,15,16,17; the pair's add 8, 18, 19)
+#   the arrival tree's 14,15,16,17; the pair's CAS 8, 18, 19, 20, 23; 21, 22;
+#   and the anonymous-arrival configurations, EXTRA)
 #   and the unsafe usage SPLIT_FINAL=1 must be caught (errors > 0), so the
 #   check is known to be able to fail.  Then abar_mpi's flags engine
 #   (model/mpi_flags.pml): four configurations (one of them destroy racing
@@ -201,6 +202,15 @@ check mutant5-cancel-no-futex-bit   bug $M -DMUTANT=5
 check mutant6-register-after-arrive bug $M -DMUTANT=6
 check mutant7-parked-no-futex-bump  bug $M -DMUTANT=7
 check mutant8-pair-carry-ignores-parked bug $M -DMUTANT=8 -DPAIR=1
+# Anonymous arrivals (EXTRA: a thread that only arrives, singly or two at
+# once, besides workers that arrive and wait with a deadline, or only
+# arrive): every count and token still holds; and the defects they exposed.
+check anon-pair-2x2     ok -DN=2 -DNPH=2 -DOBSERVER=0 -DCANCELLER=0 -DPAIR=1 -DEXTRA=2
+check anon-flat-2x2     ok -DN=2 -DNPH=2 -DOBSERVER=0 -DCANCELLER=0 -DEXTRA=2
+check mutant20-pair-completes-out-of-order bug -DN=2 -DNPH=2 -DOBSERVER=0 -DCANCELLER=0 -DPAIR=1 -DEXTRA=2 -DMUTANT=20
+check mutant23-pair-add-taken-back       bug -DN=2 -DNPH=2 -DOBSERVER=0 -DCANCELLER=0 -DPAIR=1 -DEXTRA=2 -DMUTANT=23
+check mutant22-completer-phase-from-word bug -DN=2 -DNPH=2 -DOBSERVER=0 -DCANCELLER=0 -DEXTRA=2 -DMUTANT=22
+check mutant21-destroy-ignores-cancel    bug -DN=2 -DNPH=2 -DOBSERVER=0 -DMUTANT=21
 check mutant18-pair-last-add-taken-for-carry bug $M -DCANCELLER=0 -DFULL_MENU=1 -DPAIR=1 -DMUTANT=18
 check mutant19-one-second-add-ignores-parked bug -DN=2 -DNPH=2 -DCANCELLER=0 -DFULL_MENU=1 -DPAIR=1 -DATOMIC_SNAPSHOT=1 -DMUTANT=19
 check mutant11-registered-before-formula bug $M -DMUTANT=11 -DAW_REGISTERED=1
@@ -275,7 +285,6 @@ fi
 # cancel's fetch_or (it loops for ever, `phase` is never published, its
 # waiter yields on EBUSY for ever; the safety check finds no error).
 live mutant9-refusal-never-undone   bug $M -DMUTANT=9
-live mutant9-pair-refused-add-never-undone bug $M -DMUTANT=9 -DPAIR=1
 live mutant10-futex-cas-stale-retry bug $M -DMUTANT=10
 
 collect

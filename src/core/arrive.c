@@ -124,9 +124,26 @@ static inline abar_token_t arrive_live(struct abar_impl *bi, uint32_t n, bool dr
             if ((int32_t)n > st_pending(s)) return tok_error(EINVAL);
             /* (a pair's HALF is one arrival already: st_pending counts it) */
             ns = s - n + (drop ? ST_DROP_ONE : 0);
+            /* A pair's phase that these complete, with no drop: open the
+             * next with the same count in this CAS, as the pair's carry
+             * does (so a pair refuses no arrival but after drops), once
+             * the previous release is published (abar__ticket_slow). */
+            if ((bi->flags & ABAR__TICKET) && !drop && st_pending(ns) == 0 &&
+                !(s & (ST_HALF | ST_DROP_MASK))) {
+                if (st_phase(s) != phase_lo(atomic_load_explicit(&bi->pair.phase, memory_order_relaxed))) {
+                    abar__pause();
+                    s = atomic_load_explicit(&bi->state, memory_order_relaxed);
+                    continue;
+                }
+                ns = s + (UINT64_C(1) << ST_PHASE_SHIFT);
+            }
             /* acq_rel: as above */
         } while (!atomic_compare_exchange_weak_explicit(&bi->state, &s, ns, memory_order_acq_rel,
                                                         memory_order_relaxed));
+    }
+    if (st_phase(ns) != st_phase(s)) { /* a pair's phase, completed and the next opened */
+        *last = true;
+        return tok_make(abar__ticket_release_wrapped(bi, s), ident);
     }
     if (st_pending(ns) == 0) { /* the completer: it owns the phase */
         *last = true;

@@ -264,12 +264,14 @@ abar_token_t abar__tree_arrive1(struct abar_impl *b, bool drop, bool *last)
             const uint32_t q = quota_of(e, nl, i);
             if (q == 0) continue;
             uint64_t w = atomic_load_explicit(&lv[i].w, memory_order_relaxed);
-            /* p still the completed count: a leaf's age below is judged
-             * against a phase at most one behind it (the tag has 18 bits).
-             * relaxed: the leaf CAS orders. */
-            if (atomic_load_explicit(&r->phase, memory_order_relaxed) != p) { newer = true; break; }
             for (;;) {
                 uint64_t nw;
+                /* p still the completed count, after the load of w (each
+                 * CAS that failed loaded it again): the leaf's age is then
+                 * judged against a phase at most one behind its tag, which
+                 * the tag's 18 bits tell apart; a thread stalled past 2^17
+                 * phases would misjudge it.  relaxed: the leaf CAS orders. */
+                if (atomic_load_explicit(&r->phase, memory_order_relaxed) != p) { newer = true; break; }
                 const int32_t age = lf_age(w, p);
                 if (w & LF_LOCK) { locked = true; break; }
                 if (age < 0) { newer = true; break; }
@@ -342,6 +344,8 @@ abar_token_t abar__tree_arrive_n(struct abar_impl *b, uint32_t n, bool *last)
                     w = atomic_load_explicit(&lv[i].w, memory_order_relaxed);
                     continue;
                 }
+                /* p still current after the load of w (as in arrive1) */
+                if (atomic_load_explicit(&r->phase, memory_order_relaxed) != p) { newer = true; break; }
                 const int32_t age = lf_age(w, p);
                 if (age < 0) { newer = true; break; }
                 const uint64_t nw = (age > 0 ? lf_make(p, q, 0, 0) : w) | LF_LOCK;
