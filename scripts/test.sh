@@ -68,6 +68,25 @@ run_suite tsan  -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${host[@]
 # sigaltstack interceptor when a thread exits through pthread_cancel.
 run_suite asan  -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ "${host[@]}" -DABAR_SANITIZE=address
 
+# The portable wait/wake backend (src/core/os_portable.c, what a system
+# without its own gets), under gcc and TSan: the core, team, ring and C++
+# tests.  Left out here, since the suites above run them on the same code:
+# the *_tree and *_1cpu reruns, the examples, stress_short, tests/pthread.
+portable_skip='_tree$|_1cpu$|^example_|^stress_|^pthread_'
+CTEST_EXCLUDE=$portable_skip \
+run_suite portable      -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ "${host[@]}" -DABAR_WAIT=portable
+CTEST_EXCLUDE=$portable_skip TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+run_suite portable-tsan -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ "${host[@]}" \
+                        -DABAR_WAIT=portable -DABAR_SANITIZE=thread
+
+# Windows: gcc-mingw-w64's build (cmake/mingw-w64.cmake), its tests under Wine.
+apt_need gcc-mingw-w64-x86-64-posix g++-mingw-w64-x86-64-posix wine wine64 || true
+if command -v x86_64-w64-mingw32-gcc-posix >/dev/null && command -v wine >/dev/null; then
+  run_suite windows -DCMAKE_TOOLCHAIN_FILE="$root/cmake/mingw-w64.cmake"
+else
+  echo "=== windows: not run (gcc-mingw-w64 and wine could not be installed here)"
+fi
+
 # The README's library build line where optional tools are missing: clang
 # without its libFuzzer runtime; no clang, nvcc, MPI or spin at all.
 for c in nofuzz bare; do
