@@ -1,7 +1,7 @@
 /*
  * ring_steps.c - the four steps of a ring (producer acquire and commit,
- * consumer wait and release) and the wait under them: poll the phase, yield,
- * then park in the core barrier.  The protocol: ring_internal.h.
+ * consumer wait and release) and the wait under them: poll the side's done
+ * word, then park in its bell.  The protocol: ring_internal.h.
  */
 #define _GNU_SOURCE
 #include "ring_internal.h"
@@ -21,13 +21,28 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-int abar__ring_wait_phase(struct ring_impl *ri, abar_t *b, uint64_t need, int mode,
-                          const struct timespec *abstime, uint32_t shard)
+/* The giver's half of the sleepers handshake (ring_internal.h): after its
+ * store of done, ring the side's bell if a waiter of the other side sleeps. */
+static inline void ring_wake(struct ring_impl *ri, int side)
 {
-    /* abar_phase reads the phase with acquire, pairing with the completer's
-     * release: seeing phase >= need we see every write made before the
-     * arrivals that completed phase need-1 (the slot's contents). */
-    if (abar_phase(b) >= need) return 0;
+    if (ri->asym) atomic_signal_fence(memory_order_seq_cst);  /* the waiter's membarrier orders us */
+    else atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&ri->done[side].sleepers, memory_order_relaxed) == 0) return;
+    /* One arrival completes the bell's open phase and wakes its waiters.
+     * EINVAL: another giver's arrival is completing it; arrive again, so a
+     * phase completes after the sleeper counted itself. */
+    while (abar_token_error(abar_arrive(&ri->bars[side])) == EINVAL) ring_pause();
+}
+
+int abar__ring_wait_done(struct ring_impl *ri, int side, uint64_t need, int mode,
+                         const struct timespec *abstime, uint32_t shard, uint64_t *seen)
+{
+    struct ring_done *dw = &ri->done[side];
+    /* acquire: pairs with the completer's release store of done: seeing
+     * done >= need we see every write made before the gives that completed
+     * step need-1 (the slot's contents, or the consumers' last reads). */
+    uint64_t d = atomic_load_explicit(&dw->done, memory_order_acquire);
+    if (d >= need) goto done;
     if (mode == MODE_TRY) return EBUSY;
 
     /* Count ourselves as waiting (destroy is EBUSY meanwhile).  seq_cst:
@@ -35,45 +50,78 @@ int abar__ring_wait_phase(struct ring_impl *ri, abar_t *b, uint64_t need, int mo
     struct ring_busy *busy = &ri->busy[shard];
     atomic_fetch_add(&busy->n, 1);
     int r = 0;
-    /* Poll the phase: a hand-off that lands now costs one cache-line
-     * transfer and no read-modify-write on the barrier's hot line.  Pure
-     * polls first; then each poll yields the CPU once, so a thread we wait
-     * for that shares our CPU gets to run; past the budget, park. */
+    uint64_t deadline = abstime ? (uint64_t)abstime->tv_sec * 1000000000u +
+                                      (uint64_t)abstime->tv_nsec
+                                : UINT64_MAX;
+    /* Poll done: a give that lands now costs one cache-line transfer and
+     * nothing else on either side.  Where every ring thread can have a CPU
+     * the poll only pauses for RING_PURE_NS (no system call while the giver
+     * runs: a running giver gives within that); past it, or from the start
+     * where the ring is crowded, each poll yields the CPU, so a thread we
+     * wait for that shares it gets to run.  Past the budget, park
+     * (ABAR_WAIT_SPIN: poll on). */
     if (ri->spin_ns) {
-        uint64_t t0 = 0, deadline = abstime ? (uint64_t)abstime->tv_sec * 1000000000u +
-                                                  (uint64_t)abstime->tv_nsec
-                                            : UINT64_MAX;
+        uint64_t t0 = 0;
+        bool yield = ri->crowded;
         for (uint32_t i = 1;; i++) {
-            if (i <= RING_PURE_POLLS) ring_pause();
-            else sched_yield();
-            if (abar_phase(b) >= need) goto out;
+            if (yield) sched_yield();
+            else ring_pause();
+            d = atomic_load_explicit(&dw->done, memory_order_acquire);
+            if (d >= need) goto out;
             if (cancelled(ri)) { r = ECANCELED; goto out; }
-            if (i % 16 == 0) {
+            if (yield || i % 32 == 0) {
                 uint64_t now = now_ns();
                 if (t0 == 0) t0 = now;
                 if (now >= deadline) { r = ETIMEDOUT; goto out; }
+                if (now - t0 >= RING_PURE_NS) yield = true;
                 if (ri->spin_ns != UINT32_MAX && now - t0 >= ri->spin_ns) break;
             }
         }
     }
-    /* Park in the core barrier, on phase need-1: it is the open phase or
-     * a completed one (invariant above), so abar_token_at names it and the
-     * wait returns once it completes (at once if it has), or on a cancel
-     * of the barrier or the caller's deadline. */
-    abar_token_t t = abar_token_at(b, need - 1);
-    r = abstime ? abar_wait_until(b, t, abstime) : abar_wait(b, t);
+    /* Park in the side's bell: read its phase, count ourselves a sleeper,
+     * re-read done.  A giver that stored done before our count is seen by
+     * the re-read; one that stores after it sees our count and rings, which
+     * completes the bell phase read before (or a later one): the wait on
+     * that phase returns at once or when it rings.  A wake for another
+     * waiter's step only sends us round again. */
+    for (;;) {
+        abar_t *bell = &ri->bars[side];
+        uint64_t bp = abar_phase(bell);
+        atomic_fetch_add(&dw->sleepers, 1);                /* seq_cst */
+        bool can_park = abar__ring_heavy_barrier(ri);
+        d = atomic_load_explicit(&dw->done, memory_order_acquire);
+        if (d >= need || cancelled(ri) || !can_park) {
+            atomic_fetch_sub(&dw->sleepers, 1);
+            if (d >= need) break;
+            if (cancelled(ri)) { r = ECANCELED; break; }
+            if (now_ns() >= deadline) { r = ETIMEDOUT; break; }
+            sched_yield();                                 /* no barrier: poll, never park */
+            continue;
+        }
+        abar_token_t t = abar_token_at(bell, bp);
+        int w = abstime ? abar_wait_until(bell, t, abstime) : abar_wait(bell, t);
+        atomic_fetch_sub(&dw->sleepers, 1);
+        d = atomic_load_explicit(&dw->done, memory_order_acquire);
+        if (d >= need) break;
+        if (w == ECANCELED || cancelled(ri)) { r = ECANCELED; break; }
+        if (w == ETIMEDOUT) { r = ETIMEDOUT; break; }
+    }
 out:
-    /* release: our last access to the barrier precedes destroy's read of 0. */
+    /* release: our last access to the ring precedes destroy's read of 0. */
     atomic_fetch_sub_explicit(&busy->n, 1, memory_order_release);
-    return r;
+    if (r) return r;
+done:
+    *seen = d;
+    return 0;
 }
 
 /* ---- the four steps ------------------------------------------------------ */
 
 /* producer_acquire and consumer_wait: wait until the slot may be taken, then
- * hold it.  A producer at lap n needs ready[k] past phase n-1 (it starts one
- * phase ahead, so its first lap passes at once); a consumer at lap n needs
- * filled[k] past phase n. */
+ * hold it.  A consumer at step s needs done[FILL] > s; a producer at step s
+ * needs done[FREE] > s - stages (it starts one lap ahead).  The rank's last
+ * read of that word (ring_rank.seen) answers without a read of the peer's
+ * line while the peer is ahead. */
 static int take(abar_ring_t *ring, abar_ring_pos_t *pos, unsigned side, int mode,
                 const struct timespec *abstime)
 {
@@ -82,36 +130,60 @@ static int take(abar_ring_t *ring, abar_ring_pos_t *pos, unsigned side, int mode
     if (pos->_state & POS_HOLD) return EPERM;             /* taken already: give it first */
     if (cancelled(ri)) return ECANCELED;
     const bool producer = side == POS_PRODUCER;
-    abar_t *b = producer ? ready(ri, pos->index) : filled(ri, pos->index);
-    int r = abar__ring_wait_phase(ri, b, pos->phase + !producer, mode, abstime, pos->_shard);
-    if (r == 0) pos->_state |= POS_HOLD;
-    return r;
+    const uint64_t s = pos_step(ri, pos);
+    const uint64_t need = producer ? (s + 1 > ri->stages ? s + 1 - ri->stages : 0) : s + 1;
+    struct ring_rank *rk = &ri->rank[(producer ? 0 : ri->producers) + pos->rank];
+    /* relaxed: the rank's own cache (its thread wrote it); the acquire that
+     * read the value ordered the peer's writes before us then. */
+    uint64_t seen = atomic_load_explicit(&rk->seen, memory_order_relaxed);
+    if (seen < need) {
+        int r = abar__ring_wait_done(ri, producer ? FREE : FILL, need, mode, abstime,
+                                     pos->_shard, &seen);
+        if (r) return r;
+        atomic_store_explicit(&rk->seen, seen, memory_order_relaxed);
+    }
+    pos->_state |= POS_HOLD;
+    return 0;
 }
 
 /* producer_commit and consumer_release: signal the other side, no wait. */
 static int give(abar_ring_t *ring, abar_ring_pos_t *pos, unsigned side)
 {
     struct ring_impl *ri = live(ring);
-    _Atomic uint64_t *n = ri ? pos_ok(ri, pos, side) : NULL;
-    if (n == NULL) return EINVAL;
+    _Atomic uint64_t *w = ri ? pos_ok(ri, pos, side) : NULL;
+    if (w == NULL) return EINVAL;
     if (!(pos->_state & POS_HOLD)) return EPERM;          /* not taken, or given twice */
     if (cancelled(ri)) return ECANCELED;
-    abar_t *b = side == POS_PRODUCER ? filled(ri, pos->index) : ready(ri, pos->index);
-    /* Claim the rank's step: of the copies of this position, one gives
-     * (ring_internal.h).  relaxed: the claim orders nothing; the arrive does.
-     * A held position at lap n then finds its barrier in phase n (it cannot
-     * complete without this arrival). */
+    const int g = pos_gives(side);
+    const uint32_t n = side == POS_PRODUCER ? ri->producers : ri->consumers;
     uint64_t step = pos_step(ri, pos);
-    if (!atomic_compare_exchange_strong_explicit(n, &step, step + 1, memory_order_relaxed,
-                                                 memory_order_relaxed))
-        return EINVAL;                                    /* another copy gave */
-    /* The core arrive is a release: a producer's writes to the slot reach
-     * every consumer whose wait sees filled's phase complete; a consumer's
-     * reads happen before the producer that sees ready's phase overwrites it. */
-    int r = abar_token_error(abar_arrive(b));
-    if (r == 0) advance(ri, pos);
-    else atomic_store_explicit(n, step, memory_order_relaxed);  /* nothing counted */
-    return r;
+    if (n == 1) {
+        /* One thread on this side: its step count is the side's done word
+         * (pos_ok checked it).  release: a producer's writes to the slot
+         * reach every consumer that reads done past this step; a consumer's
+         * reads of it happen before the producer that does overwrites it. */
+        atomic_store_explicit(w, step + 1, memory_order_release);
+    } else {
+        /* Claim the rank's step: of the copies of this position, one gives
+         * (ring_internal.h).  relaxed: the claim orders nothing; the
+         * arrival does. */
+        if (!atomic_compare_exchange_strong_explicit(w, &step, step + 1, memory_order_relaxed,
+                                                     memory_order_relaxed))
+            return EINVAL;                                /* another copy gave */
+        /* acq_rel: the arrival that completes the slot's phase has seen
+         * (through the release sequence) every other rank's writes, and
+         * passes them on with its release store of done. */
+        uint64_t old = atomic_fetch_add_explicit(&ri->arr[g][pos->index].n, 1,
+                                                 memory_order_acq_rel);
+        if ((old + 1) % n != 0) {
+            advance(ri, pos);
+            return 0;
+        }
+        atomic_store_explicit(&ri->done[g].done, step + 1, memory_order_release);
+    }
+    ring_wake(ri, g);
+    advance(ri, pos);
+    return 0;
 }
 
 int abar_ring_producer_acquire(abar_ring_t *ring, abar_ring_pos_t *pos)

@@ -81,6 +81,11 @@ static void *consumer(void *arg)
     return NULL;
 }
 
+/* White box: 1 makes run_stream's ring fence in every give (the handshake
+ * where the waiters have no process-wide barrier), as on a system without
+ * membarrier. */
+static int stream_giver_fences;
+
 static void run_stream(uint32_t stages, uint32_t P, uint32_t C, long items, unsigned flags,
                        unsigned yield_mask)
 {
@@ -91,6 +96,7 @@ static void run_stream(uint32_t stages, uint32_t P, uint32_t C, long items, unsi
     CHECK(s.buf != NULL);
     abar_attr_t a = { NULL, NULL, flags };
     CHECK_EQ(abar_ring_init(&s.ring, stages, P, C, &a), 0);
+    if (stream_giver_fences) rimpl(&s.ring)->asym = 0;
     pthread_t th[64];
     CHECK(P + C <= 64);
     for (uint32_t i = 0; i < C; i++) CHECK_EQ(pthread_create(&th[i], NULL, consumer, &s), 0);
@@ -134,6 +140,25 @@ TEST(mpmc_spin) { run_stream(4, 2, 3, 5000, ABAR_WAIT_SPIN, 0); }
 TEST(mpmc_park) { run_stream(4, 2, 3, 20000, ABAR_WAIT_PARK, 0); }
 TEST(stress_many_threads) { run_stream(2, 3, 8, 10000, 0, 7); }
 TEST(stress_long_ring) { run_stream(64, 2, 2, 50000, 0, 63); }
+
+/* Every hand-off through the bells: one slot, both sides park at once, so
+ * each item is a park and a wake on each side; a lost wake hangs the case. */
+TEST(spsc_park) { run_stream(1, 1, 1, 20000, ABAR_WAIT_PARK, 0); }
+TEST(spsc_park_giver_fences)
+{
+    stream_giver_fences = 1;
+    run_stream(1, 1, 1, 20000, ABAR_WAIT_PARK, 0);
+    run_stream(2, 2, 3, 5000, ABAR_WAIT_PARK, 0);
+    stream_giver_fences = 0;
+}
+/* Short polls, then parks: the poll and the park racing the give. */
+TEST(spsc_short_poll)
+{
+    setenv("ABAR_SPIN_NS", "200", 1);
+    run_stream(2, 1, 1, 20000, 0, 0);
+    run_stream(2, 1, 3, 5000, 0, 0);
+    unsetenv("ABAR_SPIN_NS");
+}
 
 /* ---- positions, counts, life cycle ---------------------------------------- */
 
