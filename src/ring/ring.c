@@ -88,11 +88,12 @@ int abar_ring_init(abar_ring_t *ring, uint32_t stages, uint32_t producers,
     uint32_t nshards = producers + consumers < RING_SHARDS_MAX ? producers + consumers
                                                                 : RING_SHARDS_MAX;
     size_t ranks = (size_t)producers + consumers;
-    size_t bells = (2 * sizeof(abar_t) + 63) / 64 * 64;
+    size_t bells = (2 * sizeof(abar_t) + RING_APART - 1) / RING_APART * RING_APART;
     size_t arrs = ((producers > 1) + (size_t)(consumers > 1)) * stages;
     size_t total = bells + 2 * sizeof(struct ring_done) + ranks * sizeof(struct ring_rank) +
                    arrs * sizeof(struct ring_arrivals) + nshards * sizeof(struct ring_busy);
-    char *block = aligned_alloc(64, total);
+    total = (total + RING_APART - 1) / RING_APART * RING_APART;   /* C11: a multiple */
+    char *block = aligned_alloc(RING_APART, total);
     if (block == NULL) return ENOMEM;
     abar_t *bars = (abar_t *)(void *)block;
     /* The bells only park: one arrival rings one (see ring_internal.h).  The

@@ -77,18 +77,21 @@ struct ring_busy {
 };
 
 /* One side's progress (see above) and its sleepers.  Written by the side's
- * completers (done) and by parking waiters of the other side (sleepers). */
+ * completers (done) and by parking waiters of the other side (sleepers).
+ * Two lines each (RING_APART), as the rank lines: x86 fetches lines in
+ * pairs, so a neighbour one line away would still bounce with it. */
+#define RING_APART 128
 struct ring_done {
     _Atomic uint64_t done;
     _Atomic uint32_t sleepers;      /* waiters parked or parking on this word */
-    char pad[64 - sizeof(uint64_t) - sizeof(uint32_t)];
+    char pad[RING_APART - sizeof(uint64_t) - sizeof(uint32_t)];
 };
 
-/* One rank's line: only its thread writes it. */
+/* One rank's lines: only its thread writes them. */
 struct ring_rank {
     _Atomic uint64_t step;          /* steps given (sides of several threads) */
     _Atomic uint64_t seen;          /* last value read of the done word it waits on */
-    char pad[64 - 2 * sizeof(uint64_t)];
+    char pad[RING_APART - 2 * sizeof(uint64_t)];
 };
 
 /* Arrivals on one slot's barrier, counted over all laps (sides of several
