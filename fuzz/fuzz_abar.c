@@ -26,6 +26,12 @@
  * written before each arrival is seen after the wait), completions == phases;
  * abar_token_at never refuses a phase the thread has reached (but for
  * ECANCELED after a cancel) and never names a later phase as complete.
+ * Two more episodes: anonymous arrivals (more threads than expected,
+ * arrive-only threads mixed with waiting ones, far and negative deadlines),
+ * checked by counting every arrival before it is made (an_episode); and a
+ * cancel racing waiters of which the last destroys and frees the heap
+ * barrier right after its wait (cd_episode).  The sequential wait_until
+ * also takes negative and far deadlines.
  *
  * Build: clang -fsanitize=fuzzer,address,undefined (fuzz/CMakeLists.txt).
  * A blocking call that the model says would block is never issued on the
@@ -35,6 +41,7 @@
 #include "abar_internal.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -405,6 +412,344 @@ static void mt_episode(struct input *in)
     EXPECT_EQ(abar_destroy(&x.bar), 0, "mt destroy after join");
 }
 
+/* ---- anonymous arrivals ------------------------------------------------- */
+/* Arrivals are anonymous: 1..6 threads on a barrier of expected 1..8 (the
+ * pair's one-CAS path at 1 and 2 without a completion, the single counter
+ * at 3 and 4, the arrival tree from 5 unless process-shared), so often more
+ * threads than expected, each running a script of arrive-only, arrive_n,
+ * arrive + wait (plain, far deadline, past or negative deadline, test) and
+ * arrive_and_wait.  No drop, no cancel.  Every arrival is added to
+ * `attempts` before it is made (and to `refused` after a refusal), so:
+ *   - the completion of phase p (index i from the start) sees
+ *     attempts - refused >= expected x (i + 1), and runs in order;
+ *   - a wait or test that says 0 on phase p sees p complete (abar_phase past
+ *     it, the completion of p run) and attempts >= expected x (i + 1);
+ *   - a barrier of 1 or 2 without a completion refuses no arrival of one
+ *     (an arrive_n of 2 may find one pending: EINVAL, counted nothing);
+ *   - a deadline already past (tv_sec < 0 too) says 0 or ETIMEDOUT, a far
+ *     one (tv_sec 2^62, LONG_MAX, just past 2^64 ns) never times out;
+ *   - once every thread is joined (the main thread arrives as one more
+ *     anonymous thread until the blocked ones are released): counted
+ *     arrivals = expected x completed phases + those of the open phase, each
+ *     valid token's phase got exactly `expected` of them (at most, where
+ *     arrive_and_wait's arrivals have no token), no token names a later phase. */
+#define AN_THREADS 6
+#define AN_ROUNDS 8
+#define AN_PHASES 4096
+#define AN_TOPUP 2048
+struct an {
+    abar_t bar;
+    uint32_t expected, nthreads, rounds;
+    uint64_t start;
+    int completion, strict; /* strict: 1 or 2 without completion, no refusal */
+    uint8_t script[AN_THREADS][AN_ROUNDS];
+    _Atomic uint64_t attempts, refused, counted, aw_counted;
+    _Atomic uint32_t per_phase[AN_PHASES]; /* token-counted arrivals by phase index */
+    _Atomic uint8_t done[AN_PHASES];       /* the completion of that phase ran */
+    uint64_t completions;                  /* plain: the completion runs alone */
+    _Atomic int failed;
+    char why[200];
+};
+
+static void an_fail(struct an *x, const char *what, long long v, unsigned id, unsigned round)
+{
+    if (atomic_exchange(&x->failed, 1) == 0)
+        snprintf(x->why, sizeof x->why, "%s: %lld (thread %u round %u, expected %u, %u threads)", what, v,
+                 id, round, x->expected, x->nthreads);
+}
+
+static void an_completion(void *arg)
+{
+    struct an *x = arg;
+    const uint64_t p = abar_phase(&x->bar), i = p - x->start;
+    if (i != x->completions) an_fail(x, "completion out of order (phase index)", (long long)i, 99, 0);
+    x->completions++;
+    const uint64_t upper = atomic_load(&x->attempts) - atomic_load(&x->refused);
+    if (upper < x->expected * (i + 1))
+        an_fail(x, "phase completed before `expected` arrivals were made; made", (long long)upper, 99,
+                (unsigned)i);
+    if (i < AN_PHASES) atomic_store(&x->done[i], 1);
+}
+
+/* Phase `p` (of a valid token) reported complete by a wait or a test. */
+static void an_check_complete(struct an *x, uint64_t p, unsigned id, unsigned r, const char *what)
+{
+    const uint64_t i = p - x->start;
+    if (abar_phase(&x->bar) <= p) an_fail(x, what, (long long)p, id, r);
+    if (x->completion && (i >= AN_PHASES || !atomic_load(&x->done[i])))
+        an_fail(x, "released before the completion ran", (long long)i, id, r);
+    if (atomic_load(&x->attempts) < x->expected * (i + 1))
+        an_fail(x, "released before `expected` arrivals of its phase were made", (long long)i, id, r);
+}
+
+/* n arrivals; counts them; the token (error carried) */
+static abar_token_t an_arrive(struct an *x, uint32_t n, unsigned id, unsigned r)
+{
+    atomic_fetch_add(&x->attempts, n);
+    abar_token_t t = n == 1 && (r & 1) ? abar_arrive(&x->bar) : abar_arrive_n(&x->bar, n);
+    const int e = abar_token_error(t);
+    if (e != 0) {
+        atomic_fetch_add(&x->refused, n);
+        /* refused for racing a completion (EINVAL): never on the pair or
+         * the barrier of one without completion, unless n > 1 */
+        if (e != EINVAL || (x->strict && n == 1))
+            an_fail(x, "arrival refused", e, id, r);
+        return t;
+    }
+    atomic_fetch_add(&x->counted, n);
+    const uint64_t i = t.raw - x->start;
+    if (i >= AN_PHASES) an_fail(x, "token phase out of range", (long long)t.raw, id, r);
+    else atomic_fetch_add(&x->per_phase[i], n);
+    return t;
+}
+
+static const time_t far_secs[3] = { (time_t)18446744074LL, (time_t)1 << 62, (time_t)LONG_MAX };
+
+static void an_step(struct an *x, unsigned id, unsigned r, unsigned b)
+{
+    const unsigned op = b % 8, v = b >> 3;
+    uint32_t n = 1;
+    if (op == 1) n = v % x->expected + 1;           /* arrive_n: 1..expected */
+    if (op == 6) {                                  /* arrive_and_wait */
+        atomic_fetch_add(&x->attempts, 1);
+        const int res = abar_arrive_and_wait(&x->bar);
+        if (res == 0) { atomic_fetch_add(&x->counted, 1); atomic_fetch_add(&x->aw_counted, 1); return; }
+        atomic_fetch_add(&x->refused, 1);
+        if (res != EINVAL || x->strict) an_fail(x, "arrive_and_wait", res, id, r);
+        return;
+    }
+    abar_token_t t = an_arrive(x, n, id, r);
+    if (abar_token_error(t) != 0 || op <= 1) return;  /* arrive only */
+    int res;
+    struct timespec ts;
+    switch (op) {
+    case 2: res = abar_wait(&x->bar, t); break;
+    case 3: /* far deadlines */
+        ts.tv_sec = far_secs[v % 3];
+        ts.tv_nsec = (long)(v / 3 % 2) * 999999999;
+        res = abar_wait_until(&x->bar, t, &ts);
+        break;
+    case 4: /* past or negative deadlines (tv_nsec in range): 0 or ETIMEDOUT */
+        ts = deadline_in(0);
+        if (v % 4 == 1) ts.tv_sec = -1;
+        if (v % 4 == 2) ts.tv_sec = -((time_t)1 << 40);
+        if (v % 4 == 3) ts.tv_sec = (time_t)LONG_MIN;
+        ts.tv_nsec = (long)(v / 4 % 3) * 333333333;
+        res = abar_wait_until(&x->bar, t, &ts);
+        if (res == ETIMEDOUT) return;               /* stays counted: arrive-only */
+        break;
+    case 5: /* test until complete */
+        while ((res = abar_test(&x->bar, t)) == EBUSY) sched_yield();
+        break;
+    default: /* a short deadline, retried */
+        ts = deadline_in(2000000);
+        while ((res = abar_wait_until(&x->bar, t, &ts)) == ETIMEDOUT) ts = deadline_in(2000000);
+        break;
+    }
+    if (res != 0) {
+        char what[96];
+        snprintf(what, sizeof what, "wait (op %u, n %u, token phase %llu, phase now %llu)", op, n,
+                 (unsigned long long)t.raw, (unsigned long long)abar_phase(&x->bar));
+        an_fail(x, what, res, id, r);
+        return;
+    }
+    an_check_complete(x, t.raw, id, r, "wait said 0 before its phase completed");
+    if (abar_test(&x->bar, t) != 0) an_fail(x, "test after wait", abar_test(&x->bar, t), id, r);
+}
+
+struct an_arg { struct an *x; unsigned id; };
+static void *an_thread(void *p)
+{
+    struct an_arg *a = p;
+    for (unsigned r = 0; r < a->x->rounds && !atomic_load(&a->x->failed); r++)
+        an_step(a->x, a->id, r, a->x->script[a->id][r]);
+    return NULL;
+}
+
+static void an_episode(struct input *in)
+{
+    static struct an x;
+    memset(&x, 0, sizeof x);
+    const unsigned h = next_byte(in), f = next_byte(in);
+    x.expected = h % 8 + 1;
+    x.nthreads = (h >> 3) % AN_THREADS + 1;
+    x.rounds = (f >> 5) % AN_ROUNDS + 1;
+    x.completion = f & 1;
+    x.strict = !x.completion && x.expected <= 2;
+    abar_attr_t attr = { x.completion ? an_completion : NULL, &x,
+                         ((f >> 1) & 1 ? ABAR_PSHARED : 0) |
+                         ((f >> 2) % 3 == 1 ? ABAR_WAIT_SPIN : (f >> 2) % 3 == 2 ? ABAR_WAIT_PARK : 0) };
+    for (unsigned i = 0; i < x.nthreads; i++)
+        for (unsigned r = 0; r < x.rounds; r++) x.script[i][r] = (uint8_t)next_byte(in);
+    EXPECT_EQ(abar_init(&x.bar, x.expected, &attr), 0, "anon init");
+    /* near the wrap of the state word's phase field, or of 32 bits */
+    static const uint64_t starts[4] = { 0, (UINT64_C(1) << ST_PHASE_BITS) - 3, UINT32_MAX - 2, 0 };
+    x.start = starts[(h >> 6) % 4];
+    if (x.start) EXPECT_EQ(abar__test_set_phase(&x.bar, x.start), 0, "anon set phase");
+    pthread_t th[AN_THREADS];
+    struct an_arg args[AN_THREADS];
+    for (unsigned i = 0; i < x.nthreads; i++) {
+        args[i] = (struct an_arg){ &x, i };
+        if (pthread_create(&th[i], NULL, an_thread, &args[i]) != 0) FAIL("pthread_create");
+    }
+    /* Join; while threads are still blocked, arrive (one more anonymous
+     * thread): each `expected` arrivals complete the open phase. */
+    int joined[AN_THREADS] = { 0 };
+    unsigned left = x.nthreads, topups = 0, idle = 0;
+    while (left > 0) {
+        for (unsigned i = 0; i < x.nthreads; i++)
+            if (!joined[i] && pthread_tryjoin_np(th[i], NULL) == 0) { joined[i] = 1; left--; idle = 0; }
+        if (left == 0) break;
+        if (++idle < 64) { sched_yield(); continue; }
+        if (topups++ == AN_TOPUP) {
+            /* wedged: say so, then cancel (releases everyone) to report */
+            an_fail(&x, "waiters not released by further arrivals; phase", (long long)abar_phase(&x.bar), 0, 0);
+            abar_cancel(&x.bar);
+            for (unsigned i = 0; i < x.nthreads; i++) if (!joined[i]) pthread_join(th[i], NULL);
+            FAIL("anon episode: %s", x.why);
+        }
+        (void)an_arrive(&x, 1, AN_THREADS, 1);
+        idle = 0;
+    }
+    if (x.failed) FAIL("anon episode: %s", x.why);
+    const uint64_t phases = abar_phase(&x.bar) - x.start;
+    const int32_t open = (int32_t)x.expected - abar__test_pending(&x.bar);
+    const uint64_t counted = atomic_load(&x.counted);
+    if (open < 0 || open >= (int32_t)x.expected)
+        FAIL("anon: open phase holds %d arrivals of %u", open, x.expected);
+    if (counted != x.expected * phases + (uint64_t)open)
+        FAIL("anon: %llu arrivals counted, but %llu phases of %u completed and %d in the open one "
+             "(%u threads, completion %d)", (unsigned long long)counted, (unsigned long long)phases,
+             x.expected, open, x.nthreads, x.completion);
+    if (x.completion) EXPECT_EQ(x.completions, phases, "anon completions == phases");
+    const int exact = atomic_load(&x.aw_counted) == 0;
+    for (uint64_t i = 0; i < AN_PHASES; i++) {
+        const uint32_t c = atomic_load(&x.per_phase[i]);
+        const uint32_t want = i < phases ? x.expected : i == phases ? (uint32_t)open : 0;
+        if (exact ? c != want : c > want)
+            FAIL("anon: phase index %llu got %u arrivals by token, want %s%u (%llu phases)",
+                 (unsigned long long)i, c, exact ? "" : "at most ", want, (unsigned long long)phases);
+    }
+    /* quiescent: whole, and counts on */
+    for (int32_t i = open; i < (int32_t)x.expected; i++)
+        if (abar_token_error(abar_arrive(&x.bar)) != 0) FAIL("anon: arrival refused at quiescence");
+    EXPECT_EQ(abar_phase(&x.bar), x.start + phases + 1, "anon: the open phase completes");
+    EXPECT_EQ(abar_destroy(&x.bar), 0, "anon destroy after join");
+}
+
+/* ---- cancel racing a waiter that destroys and frees ---------------------- */
+/* A heap barrier (ASan sees any touch after the free) of expected 1..6;
+ * 1..4 threads, each waiting (plain, far deadline, negative deadline then a
+ * far one, arrive_and_wait) or arriving only, round after round until the
+ * main thread's cancel refuses or releases them (ECANCELED).  The last
+ * thread out destroys the barrier (0: every other call has returned; a
+ * cancel still writing is waited for) and frees it at once, while the
+ * cancel may still be inside abar_cancel. */
+#define CD_THREADS 4
+struct cd {
+    abar_t *b;
+    uint32_t expected, nthreads;
+    int strict;
+    uint8_t script[CD_THREADS][4];
+    _Atomic unsigned users;
+    _Atomic int failed;
+    char why[160];
+};
+struct cd_arg { struct cd *x; unsigned id; };
+
+static void cd_fail(struct cd *x, const char *what, long long v, unsigned id)
+{
+    if (atomic_exchange(&x->failed, 1) == 0)
+        snprintf(x->why, sizeof x->why, "%s: %lld (thread %u, expected %u, %u threads)", what, v, id,
+                 x->expected, x->nthreads);
+}
+
+static void *cd_thread(void *p)
+{
+    struct cd_arg *a = p;
+    struct cd *x = a->x;
+    abar_t *b = x->b;
+    for (unsigned r = 0; r < (1u << 22); r++) {
+        const unsigned s = x->script[a->id][r % 4], op = s % 5, v = s >> 3;
+        int res;
+        if (op == 4) {
+            res = abar_arrive_and_wait(b);
+        } else {
+            abar_token_t t = abar_arrive(b);
+            res = abar_token_error(t);
+            if (res == 0 && op != 3) {
+                struct timespec ts;
+                if (op == 0) res = abar_wait(b, t);
+                else {
+                    if (op == 2) {  /* negative deadline first: 0 or ETIMEDOUT */
+                        ts.tv_sec = -1 - (time_t)(v % 3);
+                        ts.tv_nsec = 999999999;
+                        res = abar_wait_until(b, t, &ts);
+                        if (res != ETIMEDOUT) goto judged;
+                    }
+                    ts.tv_sec = far_secs[v % 3];
+                    ts.tv_nsec = 0;
+                    res = abar_wait_until(b, t, &ts);
+                }
+            judged:
+                if (res == 0 && abar_phase(b) <= t.raw)
+                    cd_fail(x, "wait said 0 before its phase completed", (long long)t.raw, a->id);
+            }
+        }
+        if (res == ECANCELED) break;
+        if (res == EINVAL && !x->strict) continue;  /* raced a completion: nothing counted */
+        if (res != 0) { cd_fail(x, "result", res, a->id); break; }
+    }
+    if (atomic_fetch_sub(&x->users, 1) == 1) {
+        /* the last one out: every other call on b has returned */
+        const int r = abar_destroy(b);
+        if (r != 0) cd_fail(x, "destroy by the last waiter", r, a->id);
+        if (r == EBUSY) {   /* keep ASan's view honest: free only a dead barrier */
+            while (abar_destroy(b) == EBUSY) sched_yield();
+        }
+        memset(b, 0xa5, sizeof *b);
+        free(b);
+    }
+    return NULL;
+}
+
+static void cd_episode(struct input *in)
+{
+    static struct cd x;
+    memset(&x, 0, sizeof x);
+    const unsigned h = next_byte(in), f = next_byte(in);
+    x.expected = h % 6 + 1;
+    x.nthreads = (h >> 3) % CD_THREADS + 1;
+    const int comp = f & 1;
+    x.strict = !comp && x.expected <= 2;
+    const unsigned cancel_after = next_byte(in);
+    for (unsigned i = 0; i < x.nthreads; i++)
+        for (unsigned r = 0; r < 4; r++) x.script[i][r] = (uint8_t)next_byte(in);
+    void *mem = NULL;
+    if (posix_memalign(&mem, 64, sizeof(abar_t)) != 0) FAIL("posix_memalign");
+    x.b = mem;
+    abar_attr_t attr = { comp ? mt_completion : NULL, NULL,
+                         ((f >> 1) & 1 ? ABAR_PSHARED : 0) |
+                         ((f >> 2) % 3 == 1 ? ABAR_WAIT_SPIN : (f >> 2) % 3 == 2 ? ABAR_WAIT_PARK : 0) };
+    static struct mt sink;  /* mt_completion counts into it */
+    attr.arg = &sink;
+    EXPECT_EQ(abar_init(x.b, x.expected, &attr), 0, "cd init");
+    atomic_store(&x.users, x.nthreads);
+    pthread_t th[CD_THREADS];
+    struct cd_arg args[CD_THREADS];
+    for (unsigned i = 0; i < x.nthreads; i++) {
+        args[i] = (struct cd_arg){ &x, i };
+        if (pthread_create(&th[i], NULL, cd_thread, &args[i]) != 0) FAIL("pthread_create");
+    }
+    for (unsigned i = 0; i < cancel_after * 4; i++) sched_yield();
+    /* the threads run until this cancel: the barrier is live until it has
+     * begun; after it returns this thread touches nothing */
+    const int r = abar_cancel(x.b);
+    for (unsigned i = 0; i < x.nthreads; i++) pthread_join(th[i], NULL);
+    EXPECT_EQ(r, 0, "cd cancel");
+    if (x.failed) FAIL("cancel/destroy episode: %s", x.why);
+}
+
 /* ---- the sequential program ----------------------------------------------- */
 static void put_token(unsigned idx, struct rtok r, abar_token_t t)
 {
@@ -458,13 +803,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             r = want == EBUSY ? abar_test(&C.bar, C.tok[k].t) : abar_wait(&C.bar, C.tok[k].t);
             EXPECT_EQ(r, want, want == EBUSY ? "test" : "wait");
             break;
-        case 7: { /* wait_until: past deadline, malformed, NULL */
+        case 7: { /* wait_until: past deadline, malformed, NULL; with kind 0,
+                   * bits 6-7 pick a negative tv_sec (1, 2) or a far deadline
+                   * (3, issued only where the wait cannot block) */
             if (!C.tok[k].used) break;
             want = ref_judge(&C.m, C.tok[k].r);
             struct timespec ts = deadline_in(0);
-            int kind = (arg >> 4) % 4;
+            int kind = (arg >> 4) % 4, when = arg >> 6;
             if (kind == 1) ts.tv_nsec = 1000000000;
             if (kind == 2) ts.tv_nsec = -1;
+            if (kind == 0 && when == 1) ts.tv_sec = -1;
+            if (kind == 0 && when == 2) ts = (struct timespec){ (time_t)LONG_MIN, 999999999 };
+            if (kind == 0 && when == 3 && want != EBUSY)
+                ts = (struct timespec){ far_secs[op % 3], (long)(op >> 4) * 66666666 };
             r = abar_wait_until(&C.bar, C.tok[k].t, kind == 3 ? NULL : &ts);
             if (kind != 0) want = EINVAL;
             else if (want == EBUSY) want = ETIMEDOUT;
@@ -501,8 +852,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case 12: /* init on a live barrier: bad arguments change nothing; good ones re-init */
             do_init(&in, 0);
             break;
-        case 13: /* the multi-threaded episode (on its own barrier) */
+        case 13: /* the multi-threaded episodes (each on its own barrier) */
             if (arg % 4 == 0) mt_episode(&in);
+            else if (arg % 4 == 1) an_episode(&in);
+            else if (arg % 4 == 2) cd_episode(&in);
             break;
         case 14: /* test */
             if (!C.tok[k].used) break;
