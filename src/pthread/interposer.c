@@ -1,162 +1,379 @@
 /*
- * interposer.c - pthread_barrier_init, _wait and _destroy on abar, for
- * programs that were never written for it: LD_PRELOAD=libabar-pthread.so.
+ * interposer.c - pthread_barrier_init, _wait and _destroy for programs that
+ * were never written for abar: LD_PRELOAD=libabar-pthread.so.
  *
- * pthread_barrier_t is 32 bytes on 64-bit glibc and abar_t is 256, so the
- * abar_t lives out of line, on the heap: the pthread_barrier_t holds its
- * address in its first word and a mark in its last (bytes 24..31, which
- * glibc's own barrier, five 32-bit words, leaves unused).  The mark says
- * which implementation owns the object:
- *   ABAR   our heap abar_t, private to this process;
- *   LIBC   the C library's barrier, in the object itself: a barrier with
- *          PTHREAD_PROCESS_SHARED (its memory is shared, our heap is not),
- *          one counting past ABAR_EXPECTED_MAX, or every barrier while the
- *          interposer is turned off (ABAR_PTHREAD=0 in the environment).
- * Anything else (never initialised, destroyed) goes to the C library, as
- * an unmodified program would.
+ * A private barrier lives entirely in the 32-byte pthread_barrier_t it was
+ * given: no allocation, no pointer to resolve, nothing to free, so init works
+ * from the first instruction of any constructor and an init without destroy
+ * costs nothing.  The bytes (64-bit glibc):
  *
- * POSIX results: one thread a phase gets PTHREAD_BARRIER_SERIAL_THREAD (the
- * one whose arrival completed it), the others 0; count 0 is EINVAL.
- * Destroy does what glibc does where POSIX leaves room: it waits for threads
- * that were released but have not yet left pthread_barrier_wait, and
- * returns EBUSY (as POSIX allows) instead of hanging when threads are still
- * blocked in an incomplete round.
+ *   0..19  a valid glibc barrier of the same count, as glibc's own init
+ *          writes it: in 0, current_round 0, count, shared 0 (private), out 0.
+ *          The interposer reads only count (offset 8); the rest is there for
+ *          a path that bypasses it (below).
+ *   20..23 the mark: MARK mixed with the object's address (a copy elsewhere,
+ *          undefined in POSIX, is not taken for ours).
+ *   24..31 the state word, one 64-bit atomic:
+ *            bits 0..14   sleepers: waiters registered to park (futex)
+ *            bit  15      the epoch (flips when the arrival count restarts)
+ *            bits 16..63  arrivals in this epoch
+ *
+ * Wait: one fetch_add of ARRIVE on the state word.  Arrival number a (from
+ * 0) belongs to round a / count; the arrival with a % count == count - 1
+ * completes its round and returns PTHREAD_BARRIER_SERIAL_THREAD, the others
+ * return 0 once the arrivals reach their round's end (or the epoch flips).
+ * More threads than count simply start the next round, as under glibc: an
+ * arrival is never refused.  The completer's own fetch_add is the release
+ * (waiters load the word with acquire; the arrivals' RMWs form one release
+ * sequence), and it brings back the sleeper count with it, so the completer
+ * never touches the object after releasing it: a released thread may destroy
+ * and free it at once.  A waiter spins for ABAR_SPIN_NS (50 us by default,
+ * yielding instead while count exceeds the CPUs), then registers as a
+ * sleeper (+1, an RMW that also says whether it was released meanwhile) and
+ * parks on the word's low 32 bits (FUTEX_WAIT_PRIVATE); a completer that saw
+ * sleepers wakes them all (the word's low bits change with every arrival, so
+ * a wait that raced with one returns at once and looks again).
+ * Restart: the first arrival of a round once 2^46 arrivals are counted
+ * swaps the word for "1 arrival, epoch flipped" (a CAS, tried once; a busy
+ * word leaves it to a later round): waiters of the rounds before see the
+ * epoch change and leave.  No arrival of a later round exists then, so a
+ * flipped epoch always means "your round completed".
+ *
+ * Destroy: 0 once the last round is complete and every sleeper has left
+ * (released threads still leaving are waited for, as glibc does, so the
+ * last thread out may destroy right after its own wait); EBUSY while a round
+ * is incomplete (threads blocked in it: undefined in POSIX).  It clears the
+ * mark; the glibc barrier in bytes 0..19 remains.
+ *
+ * Process-shared barriers (their memory is shared, futex words too, but a
+ * peer process may not have the interposer), barriers of more than
+ * SLEEPERS_MAX threads, and every barrier while ABAR_PTHREAD=0 go to the C
+ * library, whose functions are looked up (dlsym RTLD_NEXT) on first use.
+ *
+ * A barrier reached through a path that bypasses the interposer:
+ *  - the C library's pthread_barrier_wait on a barrier the interposer
+ *    initialised (a library loaded with RTLD_DEEPBIND binds to the C
+ *    library directly): it finds bytes 0..19, a valid glibc barrier of the
+ *    same count; threads that all come that way synchronise among
+ *    themselves, a round that mixes both paths never completes (each counts
+ *    only its own arrivals).  A parking waiter that sees glibc's arrival
+ *    count move prints one line on stderr saying so.
+ *  - a wait or destroy after destroy: the mark is gone; the call goes to the
+ *    C library's function on bytes 0..19, as if glibc had served it all
+ *    along (a wait there is a barrier of the same count; destroy returns 0).
+ *  - never initialised (count 0 at offset 8): EINVAL, where glibc's own
+ *    code would divide by zero.
  * ABAR_PTHREAD_DEBUG=1 prints one line to stderr on the first barrier each
  * implementation gets (how a test sees that the interposer was used).
  */
 #define _GNU_SOURCE
-#include "abar_internal.h"
-
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #define API __attribute__((visibility("default")))
 
-_Static_assert(sizeof(pthread_barrier_t) >= 32, "pthread_barrier_t must have room for the mark");
+_Static_assert(sizeof(pthread_barrier_t) >= 32, "pthread_barrier_t must hold the compact barrier");
+_Static_assert(_Alignof(pthread_barrier_t) >= 8, "the state word needs 8-byte alignment");
 
-enum { MARK_OFF = 24 };
-#define MARK_ABAR UINT64_C(0x6162617270746872) /* "abarpthr" */
-#define MARK_LIBC UINT64_C(0x6c69626370746872) /* "libcpthr" */
+/* glibc's struct pthread_barrier (nptl), the first 20 bytes. */
+struct glibc_barrier {
+    unsigned int in;
+    unsigned int current_round;
+    unsigned int count;
+    int shared;
+    unsigned int out;
+};
 
-/* The marks are mixed with the object's address: a barrier copied
- * elsewhere (undefined in POSIX) is not taken for ours. */
-static uint64_t mark_of(const pthread_barrier_t *pb, uint64_t kind)
+struct compact {
+    struct glibc_barrier g; /* 0..19 */
+    _Atomic uint32_t mark;  /* 20..23 */
+    _Atomic uint64_t state; /* 24..31 */
+};
+_Static_assert(sizeof(struct compact) == 32, "the compact barrier is 32 bytes");
+_Static_assert(offsetof(struct compact, g.count) == 8, "count where glibc reads it");
+_Static_assert(offsetof(struct compact, mark) == 20, "mark after glibc's five words");
+_Static_assert(offsetof(struct compact, state) == 24, "state word in the last 8 bytes");
+
+#define SLEEPERS_MAX 0x7fffu
+#define EPOCH (UINT64_C(1) << 15)
+#define ARRIVE (UINT64_C(1) << 16)
+#define RESTART_AT (UINT64_C(1) << 46) /* arrivals; the field holds 2^48 */
+#define MARK 0x61626172u             /* "abar" */
+
+static inline uint64_t arrivals(uint64_t s) { return s >> 16; }
+static inline uint32_t sleepers(uint64_t s) { return (uint32_t)(s & SLEEPERS_MAX); }
+
+static struct compact *cb(pthread_barrier_t *pb) { return (struct compact *)(void *)pb; }
+static uint32_t mark_of(const pthread_barrier_t *pb)
 {
-    return kind ^ (uint64_t)(uintptr_t)pb;
+    const uint64_t a = (uint64_t)(uintptr_t)pb;
+    return MARK ^ (uint32_t)(a >> 3) ^ (uint32_t)(a >> 35);
 }
-static _Atomic uint64_t *mark(pthread_barrier_t *pb)
-{
-    return (_Atomic uint64_t *)(void *)((char *)pb + MARK_OFF);
-}
-static abar_t **home(pthread_barrier_t *pb) { return (abar_t **)(void *)pb; }
 
+/* The C library's functions: looked up on first use, from any thread (the
+ * same answer each time; a race only looks twice). */
 typedef int init_fn(pthread_barrier_t *, const pthread_barrierattr_t *, unsigned);
 typedef int wait_fn(pthread_barrier_t *);
 typedef int destroy_fn(pthread_barrier_t *);
-static struct {
-    init_fn *init;
-    wait_fn *wait;
-    destroy_fn *destroy;
-    int off;   /* ABAR_PTHREAD=0: every barrier is the C library's */
-    int debug; /* ABAR_PTHREAD_DEBUG=1 */
-} libc;
-static _Atomic int said_abar, said_libc;
-
-__attribute__((constructor)) static void setup(void)
+static _Atomic(void *) libc_fn[3];
+static void *libc_sym(int i)
 {
-    libc.init = (init_fn *)dlsym(RTLD_NEXT, "pthread_barrier_init");
-    libc.wait = (wait_fn *)dlsym(RTLD_NEXT, "pthread_barrier_wait");
-    libc.destroy = (destroy_fn *)dlsym(RTLD_NEXT, "pthread_barrier_destroy");
-    const char *e = getenv("ABAR_PTHREAD");
-    libc.off = e && strcmp(e, "0") == 0;
-    e = getenv("ABAR_PTHREAD_DEBUG");
-    libc.debug = e && strcmp(e, "1") == 0;
+    static const char *const names[3] = {"pthread_barrier_init", "pthread_barrier_wait",
+                                         "pthread_barrier_destroy"};
+    void *f = atomic_load_explicit(&libc_fn[i], memory_order_acquire);
+    if (f == NULL) {
+        f = dlsym(RTLD_NEXT, names[i]);
+        if (f != NULL) atomic_store_explicit(&libc_fn[i], f, memory_order_release);
+    }
+    return f;
 }
 
-static void say(_Atomic int *once, const char *what)
+/* The environment, read on first use (getenv works in any constructor). */
+enum { ENV_UNREAD = 0, ENV_READ = 1, ENV_OFF = 2, ENV_DEBUG = 4 };
+static _Atomic int env_bits;
+static int env(void)
 {
-    if (libc.debug && !atomic_exchange_explicit(once, 1, memory_order_relaxed))
+    int v = atomic_load_explicit(&env_bits, memory_order_relaxed);
+    if (v != ENV_UNREAD) return v;
+    v = ENV_READ;
+    const char *e = getenv("ABAR_PTHREAD");
+    if (e && strcmp(e, "0") == 0) v |= ENV_OFF;
+    e = getenv("ABAR_PTHREAD_DEBUG");
+    if (e && strcmp(e, "1") == 0) v |= ENV_DEBUG;
+    atomic_store_explicit(&env_bits, v, memory_order_relaxed);
+    return v;
+}
+
+static _Atomic int said_abar, said_libc, said_mixed;
+static void say(_Atomic int *once, const char *what, bool always)
+{
+    if ((always || (env() & ENV_DEBUG)) && !atomic_exchange_explicit(once, 1, memory_order_relaxed))
         fprintf(stderr, "abar-pthread: %s\n", what);
+}
+
+/* The spin budget (ABAR_SPIN_NS, as abar's) and the CPUs, read on first use. */
+static _Atomic uint64_t spin_ns_cache = UINT64_MAX;
+static uint64_t spin_ns(void)
+{
+    uint64_t v = atomic_load_explicit(&spin_ns_cache, memory_order_relaxed);
+    if (v != UINT64_MAX) return v;
+    v = 50000;
+    const char *e = getenv("ABAR_SPIN_NS");
+    if (e && *e) {
+        char *end;
+        unsigned long long x = strtoull(e, &end, 10);
+        if (*end == '\0' && x < UINT64_MAX) v = x;
+    }
+    atomic_store_explicit(&spin_ns_cache, v, memory_order_relaxed);
+    return v;
+}
+static _Atomic unsigned ncpu_cache;
+static unsigned ncpu(void)
+{
+    unsigned n = atomic_load_explicit(&ncpu_cache, memory_order_relaxed);
+    if (n) return n;
+    cpu_set_t set;
+    n = sched_getaffinity(0, sizeof set, &set) == 0 ? (unsigned)CPU_COUNT(&set) : 0;
+    if (n == 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        n = c > 0 ? (unsigned)c : 1;
+    }
+    atomic_store_explicit(&ncpu_cache, n, memory_order_relaxed);
+    return n;
+}
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+/* The futex word: the state word's low 32 bits (sleepers, epoch and the low
+ * 16 bits of the arrivals). */
+static _Atomic uint32_t *futex_word(struct compact *c)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    return (_Atomic uint32_t *)(void *)&c->state;
+#else
+    return (_Atomic uint32_t *)(void *)((char *)&c->state + 4);
+#endif
+}
+static void futex_wait(_Atomic uint32_t *w, uint32_t v)
+{
+    syscall(SYS_futex, w, FUTEX_WAIT_PRIVATE, v, NULL, NULL, 0);
+}
+static void futex_wake_all(_Atomic uint32_t *w)
+{
+    /* A private wake touches no user memory: harmless after the object is
+     * freed (the kernel keys it by address only). */
+    syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Whether the round ending at `end` arrivals of epoch `epoch` is complete. */
+static inline bool released(uint64_t s, uint64_t epoch, uint64_t end)
+{
+    return (s & EPOCH) != epoch || arrivals(s) >= end;
+}
+
+static inline uint64_t mod(uint64_t a, uint32_t count)
+{
+    return a <= UINT32_MAX ? (uint32_t)a % count : a % count;
+}
+
+static __attribute__((noinline)) int wait_slow(struct compact *c, uint64_t epoch, uint64_t end)
+{
+    const uint32_t count = c->g.count;
+    /* spin: pause while every thread may have a CPU, yield while not */
+    const bool crowded = count > ncpu();
+    const uint64_t budget = spin_ns();
+    uint64_t start = 0;
+    for (unsigned i = 1;; i++) {
+        uint64_t s = atomic_load_explicit(&c->state, memory_order_acquire);
+        if (released(s, epoch, end)) return 0;
+        if (crowded) sched_yield();
+        else cpu_relax();
+        if ((i & 63) == 0) {
+            uint64_t t = now_ns();
+            if (start == 0) start = t;
+            else if (t - start >= budget) break;
+        }
+        if (budget == 0) break;
+    }
+    /* park: register, then sleep while the word is as we saw it */
+    _Atomic uint32_t *fw = futex_word(c);
+    uint64_t s = atomic_load_explicit(&c->state, memory_order_relaxed);
+    while (sleepers(s) >= SLEEPERS_MAX - 256) { /* no room to register: yield */
+        if (released(s, epoch, end)) {
+            atomic_thread_fence(memory_order_acquire);
+            return 0;
+        }
+        sched_yield();
+        s = atomic_load_explicit(&c->state, memory_order_relaxed);
+    }
+    s = atomic_fetch_add_explicit(&c->state, 1, memory_order_acq_rel) + 1;
+    while (!released(s, epoch, end)) {
+        if (__atomic_load_n(&c->g.in, __ATOMIC_RELAXED) != 0) /* glibc's arrivals: a hint */
+            say(&said_mixed,
+                "a barrier the interposer serves was also waited on through the C library's "
+                "pthread_barrier_wait (RTLD_DEEPBIND?): a round that mixes both never completes",
+                true);
+        futex_wait(fw, (uint32_t)s);
+        s = atomic_load_explicit(&c->state, memory_order_acquire);
+    }
+    /* leave: destroy waits for the sleepers count to drop (release: our
+     * reads of the object come before its reuse) */
+    atomic_fetch_sub_explicit(&c->state, 1, memory_order_release);
+    return 0;
+}
+
+static inline int compact_wait(struct compact *c)
+{
+    const uint32_t count = c->g.count;
+    uint64_t s = atomic_fetch_add_explicit(&c->state, ARRIVE, memory_order_acq_rel);
+    uint64_t a = arrivals(s);
+    if (__builtin_expect(a >= RESTART_AT, 0) && mod(a, count) == 0) {
+        /* first of a round, far along: restart the count, flipping the
+         * epoch, if no one else touched the word since our arrival */
+        uint64_t want = s + ARRIVE;
+        uint64_t fresh = ARRIVE | ((s & EPOCH) ^ EPOCH) | sleepers(s);
+        if (atomic_compare_exchange_strong_explicit(&c->state, &want, fresh, memory_order_acq_rel,
+                                                    memory_order_relaxed)) {
+            s = fresh - ARRIVE;
+            a = 0;
+        }
+    }
+    const uint64_t pos = mod(a, count);
+    if (pos == count - 1) { /* we complete the round */
+        if (sleepers(s)) futex_wake_all(futex_word(c));
+        return PTHREAD_BARRIER_SERIAL_THREAD;
+    }
+    const uint64_t end = a - pos + count;
+    const uint64_t epoch = s & EPOCH;
+    /* the first look, inline: released while we added? */
+    s = atomic_load_explicit(&c->state, memory_order_acquire);
+    if (released(s, epoch, end)) return 0;
+    return wait_slow(c, epoch, end);
+}
+
+static inline bool ours(pthread_barrier_t *pb)
+{
+    /* relaxed: handing the barrier to other threads is the program's own
+     * synchronisation (thread creation, a mutex), as for any object */
+    return atomic_load_explicit(&cb(pb)->mark, memory_order_relaxed) == mark_of(pb) &&
+           cb(pb)->g.count != 0;
 }
 
 API int pthread_barrier_init(pthread_barrier_t *pb, const pthread_barrierattr_t *attr, unsigned count)
 {
     if (count == 0) return EINVAL; /* (pb is declared nonnull by the C library) */
-    if (libc.init == NULL) return ENOSYS; /* no C library barrier to fall back on */
     int pshared = PTHREAD_PROCESS_PRIVATE;
     if (attr != NULL && pthread_barrierattr_getpshared(attr, &pshared) != 0) return EINVAL;
-    if (libc.off || pshared == PTHREAD_PROCESS_SHARED || count > ABAR_EXPECTED_MAX) {
-        int r = libc.init(pb, attr, count);
+    if ((env() & ENV_OFF) || pshared == PTHREAD_PROCESS_SHARED || count > SLEEPERS_MAX) {
+        init_fn *f = (init_fn *)libc_sym(0);
+        if (f == NULL) return ENOSYS; /* no C library barrier to fall back on */
+        int r = f(pb, attr, count);
         if (r == 0) {
-            atomic_store_explicit(mark(pb), mark_of(pb, MARK_LIBC), memory_order_relaxed);
-            say(&said_libc, libc.off ? "off (ABAR_PTHREAD=0): the C library's barriers"
-                                     : "a process-shared or very large barrier: the C library's");
+            atomic_store_explicit(&cb(pb)->mark, 0, memory_order_relaxed);
+            say(&said_libc,
+                (env() & ENV_OFF) ? "off (ABAR_PTHREAD=0): the C library's barriers"
+                                  : "a process-shared or very large barrier: the C library's",
+                false);
         }
         return r;
     }
-    abar_t *b = aligned_alloc(_Alignof(abar_t), sizeof(abar_t));
-    if (b == NULL) return ENOMEM;
-    memset(b, 0, sizeof *b);
-    int r = abar_init(b, count, NULL);
-    if (r != 0) {
-        free(b);
-        return r;
-    }
-    *home(pb) = b;
-    /* relaxed: handing the barrier to other threads is the program's own
-     * synchronisation (thread creation, a mutex), as for any object */
-    atomic_store_explicit(mark(pb), mark_of(pb, MARK_ABAR), memory_order_relaxed);
-    say(&said_abar, "barriers on abar");
+    struct compact *c = cb(pb);
+    c->g = (struct glibc_barrier){.in = 0, .current_round = 0, .count = count, .shared = 0, .out = 0};
+    atomic_store_explicit(&c->state, 0, memory_order_relaxed);
+    atomic_store_explicit(&c->mark, mark_of(pb), memory_order_relaxed);
+    say(&said_abar, "barriers on abar", false);
     return 0;
-}
-
-static abar_t *ours(pthread_barrier_t *pb)
-{
-    return atomic_load_explicit(mark(pb), memory_order_relaxed) == mark_of(pb, MARK_ABAR) ? *home(pb)
-                                                                                         : NULL;
 }
 
 API int pthread_barrier_wait(pthread_barrier_t *pb)
 {
-    abar_t *b = ours(pb);
-    if (b == NULL) return libc.wait ? libc.wait(pb) : EINVAL;
-    bool last;
-    int r = abar__arrive_and_wait_last(b, &last);
-    if (r != 0) return r; /* EINVAL: not a live barrier (destroyed under us) */
-    return last ? PTHREAD_BARRIER_SERIAL_THREAD : 0;
+    if (__builtin_expect(ours(pb), 1)) return compact_wait(cb(pb));
+    if (cb(pb)->g.count == 0) return EINVAL; /* never initialised: glibc would divide by 0 */
+    wait_fn *f = (wait_fn *)libc_sym(1);
+    return f ? f(pb) : EINVAL;
 }
 
 API int pthread_barrier_destroy(pthread_barrier_t *pb)
 {
-    abar_t *b = ours(pb);
-    if (b == NULL) {
-        if (libc.destroy == NULL) return EINVAL;
-        int r = libc.destroy(pb);
-        if (r == 0) atomic_store_explicit(mark(pb), 0, memory_order_relaxed);
-        return r;
+    struct compact *c = cb(pb);
+    if (!ours(pb)) {
+        if (c->g.count == 0) return EINVAL; /* never initialised: glibc would divide by 0 */
+        destroy_fn *f = (destroy_fn *)libc_sym(2);
+        return f ? f(pb) : EINVAL;
     }
+    const uint32_t count = c->g.count;
     for (;;) {
-        int r = abar_destroy(b);
-        if (r == 0) break;
-        if (r != EBUSY) return r;
-        /* Threads still inside: if some arrived in the open phase they are
-         * blocked in an incomplete round (POSIX: undefined; we say EBUSY);
-         * otherwise they were released and are leaving: wait for them. */
-        struct abar_impl *bi = impl(b);
-        uint64_t s = atomic_load_explicit(&bi->state, memory_order_acquire);
-        if (st_pending(s) > 0 &&
-            (uint32_t)st_pending(s) < atomic_load_explicit(&bi->expected, memory_order_relaxed))
-            return EBUSY;
-        sched_yield();
+        uint64_t s = atomic_load_explicit(&c->state, memory_order_acquire);
+        if (mod(arrivals(s), count) != 0) return EBUSY; /* threads blocked in an open round */
+        if (sleepers(s) == 0) break;
+        sched_yield(); /* released sleepers still leaving */
     }
-    atomic_store_explicit(mark(pb), 0, memory_order_relaxed);
-    *home(pb) = NULL;
-    free(b);
+    atomic_store_explicit(&c->mark, 0, memory_order_relaxed);
     return 0;
 }

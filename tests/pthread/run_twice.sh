@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# run_twice.sh PROGRAM LIBABAR_PTHREAD - runs a POSIX barrier test program,
+# run_twice.sh PROGRAM LIBABAR_PTHREAD [ARG...] - runs a POSIX barrier test
+# program (with ARG...),
 # compiled with no knowledge of abar, against the C library and then under
 # LD_PRELOAD=LIBABAR_PTHREAD, and checks that the verdicts are the same, that
 # all passed, and that the interposer did serve the barriers (its
@@ -7,11 +8,12 @@
 # opt-out): same verdicts, and the interposer says it is off.
 set -euo pipefail
 prog=$1 lib=$2
+shift 2
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0
-"$prog" >"$tmp/libc" 2>&1 || { echo "against the C library:"; cat "$tmp/libc"; fail=1; }
-LD_PRELOAD=$lib ABAR_PTHREAD_DEBUG=1 "$prog" >"$tmp/abar" 2>"$tmp/abar.err" || { echo "under LD_PRELOAD:"; cat "$tmp/abar" "$tmp/abar.err"; fail=1; }
-LD_PRELOAD=$lib ABAR_PTHREAD=0 ABAR_PTHREAD_DEBUG=1 "$prog" >"$tmp/off" 2>"$tmp/off.err" || { echo "under LD_PRELOAD, ABAR_PTHREAD=0:"; cat "$tmp/off" "$tmp/off.err"; fail=1; }
+"$prog" "$@" >"$tmp/libc" 2>&1 || { echo "against the C library:"; cat "$tmp/libc"; fail=1; }
+LD_PRELOAD=$lib ABAR_PTHREAD_DEBUG=1 "$prog" "$@" >"$tmp/abar" 2>"$tmp/abar.err" || { echo "under LD_PRELOAD:"; cat "$tmp/abar" "$tmp/abar.err"; fail=1; }
+LD_PRELOAD=$lib ABAR_PTHREAD=0 ABAR_PTHREAD_DEBUG=1 "$prog" "$@" >"$tmp/off" 2>"$tmp/off.err" || { echo "under LD_PRELOAD, ABAR_PTHREAD=0:"; cat "$tmp/off" "$tmp/off.err"; fail=1; }
 grep -q '^abar-pthread: barriers on abar$' "$tmp/abar.err" || { echo "FAIL: the interposer did not serve the barriers"; cat "$tmp/abar.err"; fail=1; }
 grep -q '^abar-pthread: off' "$tmp/off.err" || { echo "FAIL: ABAR_PTHREAD=0 did not turn the interposer off"; cat "$tmp/off.err"; fail=1; }
 if grep -q 'barriers on abar' "$tmp/off.err"; then echo "FAIL: ABAR_PTHREAD=0 still used abar"; fail=1; fi
