@@ -416,7 +416,8 @@ static void mt_episode(struct input *in)
 /* Arrivals are anonymous: 1..6 threads on a barrier of expected 1..8 (the
  * pair's one-CAS path at 1 and 2 without a completion, the single counter
  * at 3 and 4, the arrival tree from 5 unless process-shared), so often more
- * threads than expected, each running a script of arrive-only, arrive_n,
+ * threads than expected, all started together, each running a script of
+ * arrive-only bursts, arrive_n,
  * arrive + wait (plain, far deadline, past or negative deadline, test) and
  * arrive_and_wait.  No drop, no cancel.  Every arrival is added to
  * `attempts` before it is made (and to `refused` after a refusal), so:
@@ -435,7 +436,7 @@ static void mt_episode(struct input *in)
  *     arrive_and_wait's arrivals have no token), no token names a later phase. */
 #define AN_THREADS 6
 #define AN_ROUNDS 8
-#define AN_PHASES 4096
+#define AN_PHASES 8192
 #define AN_TOPUP 2048
 struct an {
     abar_t bar;
@@ -447,6 +448,7 @@ struct an {
     _Atomic uint32_t per_phase[AN_PHASES]; /* token-counted arrivals by phase index */
     _Atomic uint8_t done[AN_PHASES];       /* the completion of that phase ran */
     uint64_t completions;                  /* plain: the completion runs alone */
+    _Atomic int go;                        /* the threads start together */
     _Atomic int failed;
     char why[200];
 };
@@ -509,6 +511,10 @@ static void an_step(struct an *x, unsigned id, unsigned r, unsigned b)
 {
     const unsigned op = b % 8, v = b >> 3;
     uint32_t n = 1;
+    if (op == 0) {                                  /* a burst of 1..49 arrivals, tokens dropped */
+        for (unsigned k = 0; k < 1 + (v % 4) * 16; k++) (void)an_arrive(x, 1, id, r + k);
+        return;
+    }
     if (op == 1) n = v % x->expected + 1;           /* arrive_n: 1..expected */
     if (op == 6) {                                  /* arrive_and_wait */
         atomic_fetch_add(&x->attempts, 1);
@@ -561,6 +567,7 @@ struct an_arg { struct an *x; unsigned id; };
 static void *an_thread(void *p)
 {
     struct an_arg *a = p;
+    while (!atomic_load(&a->x->go)) sched_yield();
     for (unsigned r = 0; r < a->x->rounds && !atomic_load(&a->x->failed); r++)
         an_step(a->x, a->id, r, a->x->script[a->id][r]);
     return NULL;
@@ -592,6 +599,7 @@ static void an_episode(struct input *in)
         args[i] = (struct an_arg){ &x, i };
         if (pthread_create(&th[i], NULL, an_thread, &args[i]) != 0) FAIL("pthread_create");
     }
+    atomic_store(&x.go, 1);
     /* Join; while threads are still blocked, arrive (one more anonymous
      * thread): each `expected` arrivals complete the open phase. */
     int joined[AN_THREADS] = { 0 };
