@@ -580,12 +580,13 @@ static void *ring_a(void *arg)
     struct lat *l = arg;
     abar_ring_pos_t p1, c2;
     if (abar_ring_producer_start(&l->r1, &p1) || abar_ring_consumer_start(&l->r2, &c2)) { errors++; return NULL; }
-    /* Releases come after the next send, off the critical path, as in B. */
+    /* Acquires come before the wait and releases after the next send, off
+     * the critical path, as in B. */
     int e = abar_ring_producer_acquire(&l->r1, &p1);
     e |= abar_ring_producer_commit(&l->r1, &p1);            /* -> B */
     for (long i = 1; i < l->iters && !e; i++) {
-        e |= abar_ring_consumer_wait(&l->r2, &c2);          /* <- B */
         e |= abar_ring_producer_acquire(&l->r1, &p1);       /* free: released 2 items ago */
+        e |= abar_ring_consumer_wait(&l->r2, &c2);          /* <- B */
         e |= abar_ring_producer_commit(&l->r1, &p1);        /* -> B */
         e |= abar_ring_consumer_release(&l->r2, &c2);
     }
