@@ -1381,6 +1381,8 @@ active [N] proctype worker()
     do
     :: k == NPH -> break
     :: k < NPH ->
+nextphase:
+       if :: k == NPH -> break :: else -> skip fi;
        lastph = (k == NPH - 1);
        /* The menu (FULL_MENU=0 splits it between the workers to fit 3x3):
         * worker 0: AW, SPLIT, TIMED; worker 1: AW, SPLIT, ONLY (last);
@@ -1405,6 +1407,46 @@ active [N] proctype worker()
         * slot_pop (leave).  Its PREFETCHW before the add
         * (abar__prefetch_pair_add), like lean_spin's, changes no value and
         * orders nothing: not modelled. */
+#if PAIR
+       /* pair_arrive_and_wait on a barrier of one: abar__one_carry first,
+        * unregistered (destroy says EBUSY until its release is published) */
+       if
+       :: op == OP_AW -> atomic { ACCESS; ok = (expected == 1) };
+          if
+          :: ok ->
+             atomic { ACCESS; tmp = phase };             /* abar__one_carry: p */
+             atomic {                                    /* its CAS from MAKE(p, 1, 0) */
+                 ACCESS;
+#if MUTANT == 24
+                 if                                      /* bug 24: PARKED not in the compare */
+                 :: (state & ~PARKED) == MAKE(tmp, 1, 0) ->
+#else
+                 if
+                 :: state == MAKE(tmp, 1, 0) ->
+#endif
+                    state = (state + (1 << PSHIFT)) & SMASK;
+                    assert(!gcancel);
+                    arrived[gS] = arrived[gS] + 1;
+                    assert(tmp == gS && arrived[gS] == GEXP(gS) && !released[gS]);
+                    compl[gS]++;
+                    assert(compl[gS] == 1 && gdrops[gS] == 0);
+                    gexp[gS + 1] = GEXP(gS);
+                    gS = gS + 1
+                 :: else -> ok = 0
+                 fi
+             };
+             if
+             :: ok -> tp = tmp; tmp = 0;
+                publish(tp, 0);                          /* its release: no PARKED (the CAS saw none) */
+                r = 0; lst = 1;
+                goto onedone
+             :: else -> tmp = 0
+             fi
+          :: else -> skip
+          fi
+       :: else -> skip
+       fi;
+#endif
 #if MUTANT == 6
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
@@ -1430,6 +1472,13 @@ retryarrival:
        /* Anonymous: a wider barrier refuses an arrival that races its
         * completion (EINVAL, nothing counted); the caller arrives again. */
        if :: r == EINVAL && EXTRA && !PAIR -> goto retryarrival :: else -> skip fi;
+       goto arrivalmade;
+onedone:
+       /* nothing to wait for, nothing registered: on to the next phase */
+       check_wait(tp, r, 0);
+       k++; op = 0; tp = 0; timed = 0; cur = 0; s = 0; entered = 0; lst = 0; left = 0;
+       goto nextphase;
+arrivalmade:
 #if MUTANT == 6
        if :: op == OP_AW -> enter() :: else -> skip fi;
 #endif

@@ -334,6 +334,33 @@ static inline int abar__ticket_add(struct abar_impl *b, uint64_t *before, uint64
     return ABAR__TICKET_CARRIED;
 }
 
+/* A barrier of one in its usual state (phase p open, 1 pending, no flag):
+ * one CAS completes p and opens p+1, then the release.  The caller need
+ * not be registered: until that release abar_destroy says EBUSY (the
+ * state names a phase not yet published), and nothing is touched after
+ * it.  False, having changed nothing, in any other state. */
+static inline bool abar__one_carry(struct abar_impl *b)
+{
+    /* acquire: pairs with the completers' release stores of phase */
+    const uint64_t p = atomic_load_explicit(&b->pair.phase, memory_order_acquire);
+    uint64_t v = st_make(p, 1, 0);
+    /* acq_rel: as abar__ticket_add's */
+    if (!atomic_compare_exchange_strong_explicit(&b->state, &v, v + (UINT64_C(1) << ST_PHASE_SHIFT),
+                                                 memory_order_acq_rel, memory_order_relaxed))
+        return false;
+    /* relaxed: only a wrap changes it (abar__ticket_add) */
+    if (__builtin_expect(atomic_load_explicit(&b->pair.phase, memory_order_relaxed) != p, 0)) {
+        (void)abar__ticket_release_wrapped(b, v);
+        return true;
+    }
+    if (atomic_load_explicit(&b->slept, memory_order_relaxed))
+        atomic_store_explicit(&b->slept, 0, memory_order_relaxed);
+    abar__before_release(b);
+    /* release: our writes, and every earlier phase's */
+    atomic_store_explicit(&b->pair.phase, p + 1, memory_order_release);
+    return true;
+}
+
 /* The token of a FIRST arrival (abar__ticket_add), the caller still
  * registered: p = before, unless `phase` has moved so far since that p
  * may be a wrap (abar__bracket_phase). */
