@@ -660,6 +660,7 @@ struct cd {
     int strict;
     uint8_t script[CD_THREADS][4];
     _Atomic unsigned users;
+    _Atomic int cancel_done; /* abar_cancel has returned */
     _Atomic int failed;
     char why[160];
 };
@@ -677,7 +678,8 @@ static void *cd_thread(void *p)
     struct cd_arg *a = p;
     struct cd *x = a->x;
     abar_t *b = x->b;
-    for (unsigned r = 0; r < (1u << 22); r++) {
+    int cancelled = 0;
+    for (unsigned r = 0;; r++) {
         const unsigned s = x->script[a->id][r % 4], op = s % 5, v = s >> 3;
         int res;
         if (op == 4) {
@@ -704,10 +706,14 @@ static void *cd_thread(void *p)
                     cd_fail(x, "wait said 0 before its phase completed", (long long)t.raw, a->id);
             }
         }
-        if (res == ECANCELED) break;
+        if (res == ECANCELED) { cancelled = 1; break; }
         if (res == EINVAL && !x->strict) continue;  /* raced a completion: nothing counted */
         if (res != 0) { cd_fail(x, "result", res, a->id); break; }
     }
+    /* A thread that saw no ECANCELED (it failed) may not know that the
+     * cancel has begun: it leaves once the cancel has returned. */
+    if (!cancelled)
+        while (!atomic_load(&x->cancel_done)) sched_yield();
     if (atomic_fetch_sub(&x->users, 1) == 1) {
         /* the last one out: every other call on b has returned */
         const int r = abar_destroy(b);
@@ -749,10 +755,19 @@ static void cd_episode(struct input *in)
         args[i] = (struct cd_arg){ &x, i };
         if (pthread_create(&th[i], NULL, cd_thread, &args[i]) != 0) FAIL("pthread_create");
     }
-    for (unsigned i = 0; i < cancel_after * 4; i++) sched_yield();
+    /* up to 1020 yields, at most 10 ms (a yield to a spinning thread may
+     * take a whole time slice) */
+    const struct timespec until = deadline_in(10000000);
+    for (unsigned i = 0; i < cancel_after * 4; i++) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec > until.tv_sec || (now.tv_sec == until.tv_sec && now.tv_nsec >= until.tv_nsec)) break;
+        sched_yield();
+    }
     /* the threads run until this cancel: the barrier is live until it has
      * begun; after it returns this thread touches nothing */
     const int r = abar_cancel(x.b);
+    atomic_store(&x.cancel_done, 1);
     for (unsigned i = 0; i < x.nthreads; i++) pthread_join(th[i], NULL);
     EXPECT_EQ(r, 0, "cd cancel");
     if (x.failed) FAIL("cancel/destroy episode: %s", x.why);
