@@ -15,7 +15,8 @@
  *
  * On Linux the CPUs (abar__os_ncpu, abar__os_cpus, abar__os_pin) are
  * os_linux.c's whichever backend waits: the affinity mask and a cgroup's
- * CPU quota.
+ * CPU quota.  On Windows every library file is also compiled with the
+ * prelude os_win.h (allocation, pthread_atfork).
  *
  * The wait/wake pair (abar__futex_wait, abar__futex_wake_all: declared in
  * abar_internal.h, called by wait.c, arrive.c, lifecycle.c and the team
@@ -61,15 +62,6 @@
 #  error "ABAR_WAIT=windows is Windows'"
 #endif
 
-/* The backend's name, as the configure summary gives it. */
-#if defined(ABAR_WAIT_FUTEX)
-#  define ABAR__WAIT_NAME "futex"
-#elif defined(ABAR_WAIT_WINDOWS)
-#  define ABAR__WAIT_NAME "windows"
-#else
-#  define ABAR__WAIT_NAME "portable"
-#endif
-
 /* The hazard fence's heavy half (hazard.c).  abar__os_membarrier_register
  * says whether abar__os_membarrier makes every running thread of the
  * process execute a full fence (then waiters need only the compiler's
@@ -89,7 +81,8 @@ unsigned abar__os_ncpu(void);
 int abar__os_cpus(int *cpus, int max);
 bool abar__os_pin(void *pthread_attr, int cpu);
 
-/* Sleeps about ns nanoseconds (a process-shared poll's nap). */
+/* Sleeps about ns nanoseconds (a process-shared poll's nap; the backends
+ * that poll define it). */
 void abar__os_nap(uint64_t ns);
 
 uint64_t abar__now_ns(void);

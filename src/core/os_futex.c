@@ -55,10 +55,4 @@ void abar__os_membarrier(void)
     errno = saved;
 }
 
-void abar__os_nap(uint64_t ns)
-{
-    struct timespec ts = { (time_t)(ns / 1000000000u), (long)(ns % 1000000000u) };
-    nanosleep(&ts, NULL);
-}
-
 #endif
