@@ -4,7 +4,8 @@
  * A ring of `stages` slots for P producer and C consumer threads.  Slot k is
  * guarded by two barriers: ready[k] (expects C arrivals: every consumer has
  * released the slot) and filled[k] (expects P arrivals: every producer has
- * written its part).  The payload stays the caller's: the ring hands out slot
+ * written its part).  The ring keeps their phases itself, one progress word
+ * a side, and parks waiters in core barriers.  The payload stays the caller's: the ring hands out slot
  * indices, as seed 002 indexes buffer_(i%2).  Every producer takes part in
  * every slot; every consumer sees every filled slot; a slot is refilled only
  * after every consumer released it.
@@ -28,7 +29,9 @@
  * without an acquire, a release without a wait or twice, a position of
  * another ring or of the other side) is an error and changes nothing.  The
  * ring keeps each rank's step itself: of the copies of a position, the first
- * to commit or release counts and every other copy is refused (EINVAL).
+ * to commit or release counts and every other copy is refused (EINVAL).  (On
+ * a side of one thread, whose give is a plain store, two copies given at the
+ * same instant in two threads are not both caught: docs/ring.md.)
  */
 #ifndef ABAR_RING_H
 #define ABAR_RING_H
