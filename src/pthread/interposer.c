@@ -113,15 +113,16 @@ _Static_assert(offsetof(struct compact, state) == 24, "state word in the last 8 
 #define ARRIVE (UINT64_C(1) << 16)
 #define RESTART_AT (UINT64_C(1) << 46) /* arrivals; the field holds 2^48 */
 #define MARK 0x61626172u             /* "abar" */
+#define MARK_DEAD 0x64656164u        /* "dead": ours, destroyed */
 
 static inline uint64_t arrivals(uint64_t s) { return s >> 16; }
 static inline uint32_t sleepers(uint64_t s) { return (uint32_t)(s & SLEEPERS_MAX); }
 
 static struct compact *cb(pthread_barrier_t *pb) { return (struct compact *)(void *)pb; }
-static uint32_t mark_of(const pthread_barrier_t *pb)
+static uint32_t mark_of(const pthread_barrier_t *pb, uint32_t kind)
 {
     const uint64_t a = (uint64_t)(uintptr_t)pb;
-    return MARK ^ (uint32_t)(a >> 3) ^ (uint32_t)(a >> 35);
+    return kind ^ (uint32_t)(a >> 3) ^ (uint32_t)(a >> 35);
 }
 
 /* The C library's functions: looked up on first use, from any thread (the
@@ -231,6 +232,70 @@ static void futex_wake_all(_Atomic uint32_t *w)
     syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
 }
 
+/* Who is inside a wait.  A waiter that has not yet seen its release still
+ * reads the object; destroy must not return before it is out (glibc counts
+ * them out with a second atomic an arrival; so as not to pay that on the
+ * shared line, each thread names the barrier it waits on in a slot of its
+ * own, and destroy looks through the slots).  A thread claims a slot on its
+ * first wait and gives it back when it exits; past HZ_SLOTS threads, a
+ * thread without one counts itself in the barrier's sleepers field for the
+ * length of its wait instead (same word as its arrival: one RMW more).
+ * The slot is set before the arrival's RMW (release) and cleared, with
+ * release, after the last read: a destroyer that saw the round complete
+ * (acquire) sees the slot of every thread still inside. */
+#define HZ_SLOTS 512
+static struct {
+    _Alignas(64) _Atomic(void *) p;
+    _Atomic int taken;
+} hz[HZ_SLOTS];
+static _Thread_local __attribute__((tls_model("initial-exec"))) int hz_mine; /* slot + 1; 0: not claimed yet, -1: none left */
+static pthread_key_t hz_key;
+static pthread_once_t hz_once = PTHREAD_ONCE_INIT;
+static void hz_release(void *slot)
+{
+    int i = (int)(intptr_t)slot - 1;
+    atomic_store_explicit(&hz[i].p, NULL, memory_order_release);
+    atomic_store_explicit(&hz[i].taken, 0, memory_order_release);
+}
+static void hz_after_fork_child(void)
+{
+    /* only the forking thread lives on */
+    for (int i = 0; i < HZ_SLOTS; i++)
+        if (i != hz_mine - 1) {
+            atomic_store_explicit(&hz[i].p, NULL, memory_order_relaxed);
+            atomic_store_explicit(&hz[i].taken, 0, memory_order_relaxed);
+        }
+}
+static void hz_setup(void)
+{
+    if (pthread_key_create(&hz_key, hz_release) != 0) hz_key = (pthread_key_t)-1;
+    pthread_atfork(NULL, NULL, hz_after_fork_child);
+}
+static __attribute__((noinline)) int hz_claim(void)
+{
+    pthread_once(&hz_once, hz_setup);
+    if (hz_key != (pthread_key_t)-1)
+        for (int i = 0; i < HZ_SLOTS; i++) {
+            int z = 0;
+            if (atomic_load_explicit(&hz[i].taken, memory_order_relaxed) == 0 &&
+                atomic_compare_exchange_strong_explicit(&hz[i].taken, &z, 1, memory_order_acquire,
+                                                        memory_order_relaxed)) {
+                if (pthread_setspecific(hz_key, (void *)(intptr_t)(i + 1)) != 0) {
+                    atomic_store_explicit(&hz[i].taken, 0, memory_order_relaxed);
+                    break;
+                }
+                return hz_mine = i + 1;
+            }
+        }
+    return hz_mine = -1;
+}
+static inline _Atomic(void *) *hz_slot(void)
+{
+    int m = hz_mine;
+    if (__builtin_expect(m == 0, 0)) m = hz_claim();
+    return m > 0 ? &hz[m - 1].p : NULL;
+}
+
 /* Whether the round ending at `end` arrivals of epoch `epoch` is complete. */
 static inline bool released(uint64_t s, uint64_t epoch, uint64_t end)
 {
@@ -242,7 +307,7 @@ static inline uint64_t mod(uint64_t a, uint32_t count)
     return a <= UINT32_MAX ? (uint32_t)a % count : a % count;
 }
 
-static __attribute__((noinline)) int wait_slow(struct compact *c, uint64_t epoch, uint64_t end)
+static __attribute__((noinline)) int wait_slow(struct compact *c, uint64_t epoch, uint64_t end, bool counted)
 {
     const uint32_t count = c->g.count;
     /* spin: pause while every thread may have a CPU, yield while not */
@@ -261,18 +326,24 @@ static __attribute__((noinline)) int wait_slow(struct compact *c, uint64_t epoch
         }
         if (budget == 0) break;
     }
-    /* park: register, then sleep while the word is as we saw it */
+    /* park: register (a thread counted since its arrival already is),
+     * then sleep while the word is as we saw it */
     _Atomic uint32_t *fw = futex_word(c);
-    uint64_t s = atomic_load_explicit(&c->state, memory_order_relaxed);
-    while (sleepers(s) >= SLEEPERS_MAX - 256) { /* no room to register: yield */
-        if (released(s, epoch, end)) {
-            atomic_thread_fence(memory_order_acquire);
-            return 0;
-        }
-        sched_yield();
+    uint64_t s;
+    if (counted) {
+        s = atomic_load_explicit(&c->state, memory_order_acquire);
+    } else {
         s = atomic_load_explicit(&c->state, memory_order_relaxed);
+        while (sleepers(s) >= SLEEPERS_MAX - HZ_SLOTS) { /* no room to register: yield */
+            if (released(s, epoch, end)) {
+                atomic_thread_fence(memory_order_acquire);
+                return 0;
+            }
+            sched_yield();
+            s = atomic_load_explicit(&c->state, memory_order_relaxed);
+        }
+        s = atomic_fetch_add_explicit(&c->state, 1, memory_order_acq_rel) + 1;
     }
-    s = atomic_fetch_add_explicit(&c->state, 1, memory_order_acq_rel) + 1;
     while (!released(s, epoch, end)) {
         if (__atomic_load_n(&c->g.in, __ATOMIC_RELAXED) != 0) /* glibc's arrivals: a hint */
             say(&said_mixed,
@@ -285,43 +356,52 @@ static __attribute__((noinline)) int wait_slow(struct compact *c, uint64_t epoch
     /* leave: destroy waits for the sleepers count to drop (release: our
      * reads of the object come before its reuse) */
     atomic_fetch_sub_explicit(&c->state, 1, memory_order_release);
-    return 0;
+    return 1;
 }
 
 static inline int compact_wait(struct compact *c)
 {
     const uint32_t count = c->g.count;
-    uint64_t s = atomic_fetch_add_explicit(&c->state, ARRIVE, memory_order_acq_rel);
+    _Atomic(void *) *hp = hz_slot();
+    if (hp) atomic_store_explicit(hp, c, memory_order_relaxed); /* ordered by the RMW below */
+    const uint64_t add = hp ? ARRIVE : ARRIVE + 1; /* no slot: counted in the sleepers field */
+    uint64_t s = atomic_fetch_add_explicit(&c->state, add, memory_order_acq_rel);
     uint64_t a = arrivals(s);
     if (__builtin_expect(a >= RESTART_AT, 0) && mod(a, count) == 0) {
         /* first of a round, far along: restart the count, flipping the
          * epoch, if no one else touched the word since our arrival */
-        uint64_t want = s + ARRIVE;
-        uint64_t fresh = ARRIVE | ((s & EPOCH) ^ EPOCH) | sleepers(s);
+        uint64_t want = s + add;
+        uint64_t fresh = ARRIVE | ((s & EPOCH) ^ EPOCH) | sleepers(s + add);
         if (atomic_compare_exchange_strong_explicit(&c->state, &want, fresh, memory_order_acq_rel,
                                                     memory_order_relaxed)) {
-            s = fresh - ARRIVE;
+            s = fresh - add; /* as if our fetch_add had found it */
             a = 0;
         }
     }
     const uint64_t pos = mod(a, count);
+    int r = 0;
     if (pos == count - 1) { /* we complete the round */
         if (sleepers(s)) futex_wake_all(futex_word(c));
-        return PTHREAD_BARRIER_SERIAL_THREAD;
+        if (!hp) atomic_fetch_sub_explicit(&c->state, 1, memory_order_release);
+        r = PTHREAD_BARRIER_SERIAL_THREAD;
+    } else {
+        const uint64_t end = a - pos + count;
+        const uint64_t epoch = s & EPOCH;
+        /* the first look, inline: released while we added? */
+        s = atomic_load_explicit(&c->state, memory_order_acquire);
+        bool out = false; /* counted out of the sleepers field already */
+        if (!released(s, epoch, end)) out = wait_slow(c, epoch, end, !hp);
+        if (!hp && !out) atomic_fetch_sub_explicit(&c->state, 1, memory_order_release);
     }
-    const uint64_t end = a - pos + count;
-    const uint64_t epoch = s & EPOCH;
-    /* the first look, inline: released while we added? */
-    s = atomic_load_explicit(&c->state, memory_order_acquire);
-    if (released(s, epoch, end)) return 0;
-    return wait_slow(c, epoch, end);
+    if (hp) atomic_store_explicit(hp, NULL, memory_order_release);
+    return r;
 }
 
 static inline bool ours(pthread_barrier_t *pb)
 {
     /* relaxed: handing the barrier to other threads is the program's own
      * synchronisation (thread creation, a mutex), as for any object */
-    return atomic_load_explicit(&cb(pb)->mark, memory_order_relaxed) == mark_of(pb) &&
+    return atomic_load_explicit(&cb(pb)->mark, memory_order_relaxed) == mark_of(pb, MARK) &&
            cb(pb)->g.count != 0;
 }
 
@@ -344,9 +424,21 @@ API int pthread_barrier_init(pthread_barrier_t *pb, const pthread_barrierattr_t 
         return r;
     }
     struct compact *c = cb(pb);
+    const uint32_t m = atomic_load_explicit(&c->mark, memory_order_relaxed);
+    if (m == mark_of(pb, MARK) || m == mark_of(pb, MARK_DEAD)) {
+        /* ours before, live or destroyed: a thread of an earlier round may
+         * not have seen its release yet, or still be counted as a sleeper;
+         * flip the epoch (it then leaves) and keep the sleepers count */
+        uint64_t old = atomic_load_explicit(&c->state, memory_order_relaxed), fresh;
+        do fresh = ((old & EPOCH) ^ EPOCH) | sleepers(old);
+        while (!atomic_compare_exchange_weak_explicit(&c->state, &old, fresh, memory_order_release,
+                                                      memory_order_relaxed));
+        if (sleepers(old)) futex_wake_all(futex_word(c));
+    } else {
+        atomic_store_explicit(&c->state, 0, memory_order_relaxed);
+    }
     c->g = (struct glibc_barrier){.in = 0, .current_round = 0, .count = count, .shared = 0, .out = 0};
-    atomic_store_explicit(&c->state, 0, memory_order_relaxed);
-    atomic_store_explicit(&c->mark, mark_of(pb), memory_order_relaxed);
+    atomic_store_explicit(&c->mark, mark_of(pb, MARK), memory_order_relaxed);
     say(&said_abar, "barriers on abar", false);
     return 0;
 }
@@ -374,6 +466,8 @@ API int pthread_barrier_destroy(pthread_barrier_t *pb)
         if (sleepers(s) == 0) break;
         sched_yield(); /* released sleepers still leaving */
     }
-    atomic_store_explicit(&c->mark, 0, memory_order_relaxed);
+    for (int i = 0; i < HZ_SLOTS; i++) /* released spinners still leaving */
+        while (atomic_load_explicit(&hz[i].p, memory_order_acquire) == c) sched_yield();
+    atomic_store_explicit(&c->mark, mark_of(pb, MARK_DEAD), memory_order_relaxed);
     return 0;
 }
