@@ -18,7 +18,7 @@ jobs=$(nproc)
 
 . scripts/apt_need.sh
 apt_need cmake make gcc g++ clang libclang-rt-dev pkg-config man-db libck-dev libomp-dev \
-  openmpi-bin libopenmpi-dev spin
+  openmpi-bin libopenmpi-dev spin libc++-dev libc++abi-dev
 
 total_pass=0; total_fail=0
 tally() { # name, passed, failed

@@ -45,18 +45,27 @@ static void run(const char *name, int (*fn)(void))
 /* Signals all along, to every worker (a handler, no SA_RESTART). */
 enum { T = 3 };
 static pthread_t workers[T];
-static _Atomic int nworkers, stop_signals;
+static int nworkers; /* workers[0..nworkers) live; under workers_lock */
+static pthread_mutex_t workers_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic int stop_signals;
 static void on_usr1(int sig) { (void)sig; }
 static void *signaller(void *arg)
 {
     (void)arg;
     struct timespec ts = {0, 200000};
     while (!atomic_load(&stop_signals)) {
-        int n = atomic_load(&nworkers);
-        for (int i = 0; i < n; i++) pthread_kill(workers[i], SIGUSR1);
+        pthread_mutex_lock(&workers_lock);
+        for (int i = 0; i < nworkers; i++) pthread_kill(workers[i], SIGUSR1);
+        pthread_mutex_unlock(&workers_lock);
         nanosleep(&ts, NULL);
     }
     return NULL;
+}
+static void set_workers(int n)
+{
+    pthread_mutex_lock(&workers_lock);
+    nworkers = n;
+    pthread_mutex_unlock(&workers_lock);
 }
 static pthread_t sig_thread;
 static void signals_start(void)
@@ -104,10 +113,12 @@ static int destroy_reinit_while_leaving(void)
     atomic_store(&gen, 0);
     atomic_store(&reuse_bad, 0);
     for (int i = 0; i < 2; i++) REQUIRE(pthread_barrier_init(&pair_of[i], NULL, T) == 0, "init");
+    pthread_mutex_lock(&workers_lock);
     for (int i = 0; i < T; i++) pthread_create(&workers[i], NULL, reuse_body, NULL);
-    atomic_store(&nworkers, T);
+    nworkers = T;
+    pthread_mutex_unlock(&workers_lock);
     for (int i = 0; i < T; i++) pthread_join(workers[i], NULL);
-    atomic_store(&nworkers, 0);
+    set_workers(0);
     REQUIRE(atomic_load(&reuse_bad) == 0, "failure %d (1 destroy, 2 init, 3 wait, 4 order)", atomic_load(&reuse_bad));
     REQUIRE(atomic_load(&gen) == ROUNDS, "%d serial for %d rounds", atomic_load(&gen), ROUNDS);
     for (int i = 0; i < 2; i++) REQUIRE(pthread_barrier_destroy(&pair_of[i]) == 0, "destroy");
@@ -136,9 +147,11 @@ static int unmap_right_after_destroy(void)
     long pg = sysconf(_SC_PAGESIZE);
     REQUIRE(pthread_barrier_init(&ctl, NULL, T) == 0, "init ctl");
     atomic_store(&unmap_bad, 0);
+    pthread_mutex_lock(&workers_lock);
     workers[0] = pthread_self();
     for (int i = 1; i < T; i++) pthread_create(&workers[i], NULL, unmap_body, NULL);
-    atomic_store(&nworkers, T);
+    nworkers = T;
+    pthread_mutex_unlock(&workers_lock);
     for (int k = 0; k < PAGES; k++) {
         pthread_barrier_t *b = mmap(NULL, (size_t)pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         REQUIRE(b != MAP_FAILED, "mmap");
@@ -151,7 +164,7 @@ static int unmap_right_after_destroy(void)
         munmap(b, (size_t)pg);
         pthread_barrier_wait(&ctl);
     }
-    atomic_store(&nworkers, 0);
+    set_workers(0);
     for (int i = 1; i < T; i++) pthread_join(workers[i], NULL);
     REQUIRE(atomic_load(&unmap_bad) == 0, "a wait returned an error");
     REQUIRE(pthread_barrier_destroy(&ctl) == 0, "destroy ctl");
