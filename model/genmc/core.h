@@ -1,0 +1,85 @@
+/*
+ * core.h - the core's sources, unmodified, in one translation unit with the
+ * system shim (shim.h) and the backend it stands for.  A client includes
+ * this, then calls abar_genmc_setup() first thing in main().
+ *
+ * The core's own constructors (the hazard fence's choice, the CPU count)
+ * are run by abar_genmc_setup(): GenMC runs no constructors.
+ */
+#ifndef ABAR_GENMC_CORE_H
+#define ABAR_GENMC_CORE_H
+
+#include "shim.h"
+
+#include "abar_internal.h"
+#include "os.h"
+
+#ifndef ABAR_GENMC_NCPU
+#define ABAR_GENMC_NCPU 4u
+#endif
+
+/* ---- the backend (os.h), as shim.h describes ---------------------------- */
+
+void abar__futex_wake_all(_Atomic uint32_t *word, bool pshared)
+{
+    (void)word;
+    (void)pshared;
+}
+
+int abar__futex_wait(_Atomic uint32_t *word, uint32_t val, bool pshared,
+                     const struct timespec *abstime)
+{
+    (void)pshared;
+    (void)abstime;
+    /* a spin loop GenMC turns into "until the word has changed" */
+    while (atomic_load_explicit(word, memory_order_relaxed) == val) {}
+    return 0;
+}
+
+bool abar__os_membarrier_register(void) { return false; }
+void abar__os_membarrier(void) { atomic_thread_fence(memory_order_seq_cst); }
+unsigned abar__os_ncpu(void) { return ABAR_GENMC_NCPU; }
+int abar__os_cpus(int *cpus, int max)
+{
+    if (cpus && max > 0) cpus[0] = 0;
+    return 1;
+}
+bool abar__os_pin(void *attr, int cpu)
+{
+    (void)attr;
+    (void)cpu;
+    return false;
+}
+void abar__os_nap(uint64_t ns) { (void)ns; }
+unsigned abar__cgroup_cpus(const char *root)
+{
+    (void)root;
+    return 0;
+}
+bool abar__prefetchw_ok; /* cpus.c's: no PREFETCHW (its asm is not GenMC's) */
+
+/* ---- the core ------------------------------------------------------------ */
+
+#include "arrive.c"
+#include "futex.c"
+#include "hazard.c"
+#include "lifecycle.c"
+/* GenMC cannot initialise a thread-local struct (policy.c's sample
+ * record): there it is one process-wide record.  Only waiters that spin
+ * reach policy.c (block()'s adaptive budget); the clients' park at once. */
+#define _Thread_local
+#include "policy.c"
+#undef _Thread_local
+#include "tree.c"
+#include "wait.c"
+
+/* The constructors, and the caches a client may preset (tree_min_cache:
+ * the smallest expected count with leaves, as ABAR_TREE_MIN sets it). */
+static inline void abar_genmc_setup(void)
+{
+    hazard_setup();
+    ncpu_at_load();
+    atomic_store_explicit(&spin_ns_cache, 0, memory_order_relaxed);
+}
+
+#endif

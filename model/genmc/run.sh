@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# run.sh - runs the GenMC clients (clients.txt) under each memory model and
+# prints one line per run: the verdict, the executions GenMC explored (and
+# those it found blocked), the time.  scripts/genmc.sh check runs it.
+#
+#   run.sh [-m "rc11 imm"] [-c CORE_DIR] [-q] [NAME...]
+#
+# -m  the models (default both); -c  the core's sources to check (default
+#     src/core; mutants.sh passes a patched copy); -q  stop at the first
+#     failure and print only it (mutants.sh); NAME  only those clients.
+# $GENMC is the binary, $GENMC_INCLUDE its headers (genmc.h), $CLANG and $OPT
+# those of the LLVM it was built with.  Exit 0 when every run passed.
+#
+# The client is compiled here, not by GenMC, so that SROA runs on it first:
+# at -O0 clang returns a two-word struct (abar_token_t) by storing its words
+# and loading them back as one 128-bit aggregate, which GenMC refuses as a
+# mixed-size access; SROA keeps such temporaries in registers (and leaves
+# every atomic and every access to shared memory as it is).
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+GENMC=${GENMC:?set GENMC to the genmc binary (scripts/genmc.sh check does)}
+GENMC_INCLUDE=${GENMC_INCLUDE:?set GENMC_INCLUDE to its include folder}
+CLANG=${CLANG:-clang-15}
+OPT=${OPT:-opt-15}
+MODELS="rc11 imm"
+CORE=$ROOT/src/core
+QUIET=0
+while getopts "m:c:q" o; do
+    case $o in
+        m) MODELS=$OPTARG ;;
+        c) CORE=$OPTARG ;;
+        q) QUIET=1 ;;
+        *) exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+ONLY=" $* "
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+fail=0
+pass=0
+while read -r name src knobs; do
+    case $name in ''|'#'*) continue ;; esac
+    [ "$ONLY" = "  " ] || [[ $ONLY == *" $name "* ]] || continue
+    for m in $MODELS; do
+        out=$TMP/$name.$m.out
+        t0=$(date +%s.%N)
+        ll=$TMP/$name.ll
+        if [ ! -f "$ll" ]; then
+            # shellcheck disable=SC2086
+            "$CLANG" -fno-discard-value-names -Xclang -disable-O0-optnone -g -S -emit-llvm \
+                -I"$GENMC_INCLUDE" -D__CONFIG_GENMC_INODE_DATA_SIZE=64 -I"$CORE" -I"$ROOT/include" \
+                -I"$ROOT/src/ring" -I"$HERE" $knobs -o "$ll.0" "$HERE/$src" >"$out" 2>&1 &&
+                "$OPT" -S -passes=sroa -o "$ll" "$ll.0" >>"$out" 2>&1
+        fi
+        # shellcheck disable=SC2086
+        [ -f "$ll" ] && timeout "${ABAR_GENMC_TIMEOUT:-600}" "$GENMC" "-$m" -disable-estimation \
+            ${ABAR_GENMC_OPTS:-} -input-from-bitcode-file "$ll" >>"$out" 2>&1
+        rc=$?
+        t1=$(date +%s.%N)
+        execs=$(sed -n 's/^Number of complete executions explored: *\([0-9]*\).*/\1/p' "$out" | tail -1)
+        blocked=$(sed -n 's/^Number of blocked executions seen: *\([0-9]*\).*/\1/p' "$out" | tail -1)
+        secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+        if [ $rc -eq 0 ] && grep -q "No errors were detected" "$out"; then
+            verdict=ok
+            pass=$((pass + 1))
+        else
+            verdict=FAIL
+            fail=$((fail + 1))
+            [ $rc -eq 124 ] && verdict=TIMEOUT
+        fi
+        if [ $QUIET = 0 ] || [ $verdict != ok ]; then
+            printf '%-16s %-5s %-7s executions %8s  blocked %6s  %8ss\n' "$name" "$m" "$verdict" \
+                "${execs:-?}" "${blocked:-0}" "$secs"
+        fi
+        if [ $verdict != ok ]; then
+            grep -m1 -E "^Error|error:|Assertion|race|freed|Liveness|violation" "$out" | sed 's/^/    /'
+            [ -n "${ABAR_GENMC_KEEP:-}" ] && cp "$out" "$ABAR_GENMC_KEEP/$name.$m.out"
+            [ $QUIET = 1 ] && exit 1
+        fi
+    done
+done <"$HERE/clients.txt"
+[ $QUIET = 1 ] || echo "genmc: $pass passed, $fail failed"
+[ $fail -eq 0 ]
