@@ -30,8 +30,14 @@ static inline void ring_wake(struct ring_impl *ri, int side)
     if (atomic_load_explicit(&ri->done[side].sleepers, memory_order_relaxed) == 0) return;
     /* One arrival completes the bell's open phase and wakes its waiters.
      * EINVAL: another giver's arrival is completing it; arrive again, so a
-     * phase completes after the sleeper counted itself. */
-    while (abar_token_error(abar_arrive(&ri->bars[side])) == EINVAL) ring_pause();
+     * phase completes after the sleeper counted itself.  (A bell destroyed
+     * under us, a give racing abar_ring_destroy, is the caller's race: stop
+     * once the ring is no longer live.) */
+    for (unsigned i = 0; abar_token_error(abar_arrive(&ri->bars[side])) == EINVAL; i++) {
+        if (atomic_load_explicit(&ri->magic, memory_order_relaxed) != RING_MAGIC_LIVE) break;
+        if (i < 64) ring_pause();
+        else sched_yield();
+    }
 }
 
 int abar__ring_wait_done(struct ring_impl *ri, int side, uint64_t need, int mode,
