@@ -26,9 +26,9 @@
  * arrival is never refused.  The completer's own fetch_add is the release
  * (waiters load the word with acquire; the arrivals' RMWs form one release
  * sequence), and it brings back the sleeper count with it, so the completer
- * never touches the object after releasing it: a released thread may destroy
- * and free it at once.  A waiter spins for ABAR_SPIN_NS (50 us by default,
- * yielding instead while count exceeds the CPUs), then registers as a
+ * never touches the object after releasing it.  A waiter spins for
+ * ABAR_SPIN_NS (50 us by default; less after waits that spun in vain, see
+ * spin_down; yielding instead while count exceeds the CPUs), then registers as a
  * sleeper (+1, an RMW that also says whether it was released meanwhile) and
  * parks on the word's low 32 bits (FUTEX_WAIT_PRIVATE); a completer that saw
  * sleepers wakes them all (the word's low bits change with every arrival, so
@@ -307,16 +307,29 @@ static inline uint64_t mod(uint64_t a, uint32_t count)
     return a <= UINT32_MAX ? (uint32_t)a % count : a % count;
 }
 
+/* The spin budget adapts, process-wide: each wait that spun its whole
+ * budget in vain and parked halves the next waits' budget (down to 1/64:
+ * 0.8 us of the default), each wait released while spinning doubles it
+ * back (up to ABAR_SPIN_NS).  Where waits are short the budget stays whole;
+ * where partners are often off their CPUs (a host busier than its CPUs)
+ * spinning stops paying, and waiters park soon.  A hint: relaxed, racy. */
+#define SPIN_DOWN_MAX 6u
+static _Atomic unsigned spin_down;
+
 static __attribute__((noinline)) int wait_slow(struct compact *c, uint64_t epoch, uint64_t end, bool counted)
 {
     const uint32_t count = c->g.count;
     /* spin: pause while every thread may have a CPU, yield while not */
     const bool crowded = count > ncpu();
-    const uint64_t budget = spin_ns();
+    const unsigned down = atomic_load_explicit(&spin_down, memory_order_relaxed);
+    const uint64_t budget = spin_ns() >> down;
     uint64_t start = 0;
     for (unsigned i = 1;; i++) {
         uint64_t s = atomic_load_explicit(&c->state, memory_order_acquire);
-        if (released(s, epoch, end)) return 0;
+        if (released(s, epoch, end)) {
+            if (down > 0) atomic_store_explicit(&spin_down, down - 1, memory_order_relaxed);
+            return 0;
+        }
         if (crowded) sched_yield();
         else cpu_relax();
         if ((i & 63) == 0) {
@@ -326,6 +339,7 @@ static __attribute__((noinline)) int wait_slow(struct compact *c, uint64_t epoch
         }
         if (budget == 0) break;
     }
+    if (down < SPIN_DOWN_MAX) atomic_store_explicit(&spin_down, down + 1, memory_order_relaxed);
     /* park: register (a thread counted since its arrival already is),
      * then sleep while the word is as we saw it */
     _Atomic uint32_t *fw = futex_word(c);
