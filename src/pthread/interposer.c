@@ -254,6 +254,7 @@ static pthread_once_t hz_once = PTHREAD_ONCE_INIT;
 static void hz_release(void *slot)
 {
     int i = (int)(intptr_t)slot - 1;
+    hz_mine = -1; /* a wait in a later thread-exit destructor counts itself in */
     atomic_store_explicit(&hz[i].p, NULL, memory_order_release);
     atomic_store_explicit(&hz[i].taken, 0, memory_order_release);
 }
