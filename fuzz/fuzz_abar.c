@@ -494,8 +494,12 @@ static abar_token_t an_arrive(struct an *x, uint32_t n, unsigned id, unsigned r)
         atomic_fetch_add(&x->refused, n);
         /* refused for racing a completion (EINVAL): never on the pair or
          * the barrier of one without completion, unless n > 1 */
-        if (e != EINVAL || (x->strict && n == 1))
-            an_fail(x, "arrival refused", e, id, r);
+        if (e != EINVAL || (x->strict && n == 1)) {
+            char what[80];
+            snprintf(what, sizeof what, "%s(%u) refused at phase %llu", n == 1 && (r & 1) ? "abar_arrive" : "abar_arrive_n",
+                     n, (unsigned long long)abar_phase(&x->bar));
+            an_fail(x, what, e, id, r);
+        }
         return t;
     }
     atomic_fetch_add(&x->counted, n);
