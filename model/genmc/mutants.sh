@@ -6,9 +6,9 @@
 # clients.txt's order, under RC11, then IMM for what RC11 lets through)
 # until one fails.  src/core itself is never touched.
 #
-#   mutants.sh [-l] [-m "rc11 imm"] [FILE:LINE...]
+#   mutants.sh [-l] [-m "rc11 imm"] [-C "CLIENT..."] [FILE:LINE...]
 #
-# -l lists the mutants only.  Prints one line per mutant: where (file:line,
+# -l lists the mutants only; -C runs only those clients, in that order.  Prints one line per mutant: where (file:line,
 # function), the order and its mutant, the client that killed it or
 # SURVIVED.  Exit 0 always (survivors are a finding to explain, in
 # docs/reliability.md, not a failure).
@@ -17,9 +17,11 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 LIST=0
 MODELS="rc11 imm"
-while getopts "lm:" o; do
+CLIENTS=
+while getopts "lm:C:" o; do
     case $o in
         l) LIST=1 ;;
+        C) CLIENTS=$OPTARG ;;
         m) MODELS=$OPTARG ;;
         *) exit 2 ;;
     esac
@@ -82,7 +84,8 @@ while read -r f line k from to func; do
     patch "$f" "$line" "$k" "$to"
     verdict=SURVIVED
     for m in $MODELS; do
-        if ! res=$(bash "$HERE/run.sh" -q -m "$m" -c "$TMP/core"); then
+        # shellcheck disable=SC2086
+        if ! res=$(bash "$HERE/run.sh" -q -m "$m" -c "$TMP/core" $CLIENTS); then
             verdict="killed: $(echo "$res" | head -1 | awk '{print $1, $2}') ($(echo "$res" | sed -n 2p | sed 's/^ *//' | cut -c1-60))"
             break
         fi
