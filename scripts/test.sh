@@ -99,6 +99,20 @@ echo "=== install check"
 if scripts/install_check.sh >"$root/build-ci-install.log" 2>&1; then tally install 1 0
 else tail -30 "$root/build-ci-install.log"; tally install 0 1; fi
 
+# The core's memory orders under RC11 (model/genmc/; IMM too with
+# `scripts/genmc.sh check`), only where GenMC is built or installed already:
+# CI never builds it.
+if scripts/genmc.sh available; then
+  echo "=== genmc"
+  scripts/genmc.sh check -m rc11 >"$root/build-ci-genmc.log" 2>&1
+  cat "$root/build-ci-genmc.log"
+  p=$(sed -n 's/^genmc: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p' "$root/build-ci-genmc.log")
+  f=$(sed -n 's/^genmc: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p' "$root/build-ci-genmc.log")
+  tally genmc "${p:-0}" "${f:-1}"
+else
+  echo "=== genmc: skipped (no GenMC here; scripts/genmc.sh build makes one)"
+fi
+
 
 echo
 echo "$total_pass passed, $total_fail failed"
