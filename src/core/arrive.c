@@ -117,7 +117,7 @@ static inline abar_token_t arrive_live(struct abar_impl *bi, uint32_t n, bool dr
         }
     } else {
         s = atomic_load_explicit(&bi->state, memory_order_relaxed);
-        do {
+        for (;;) {
             if (s & (ST_CANCELLED | ST_FINISHED)) return tok_error(ECANCELED);
             /* More than the phase still expects (or its completion is running):
              * refused whole, nothing counted. */
@@ -133,13 +133,15 @@ static inline abar_token_t arrive_live(struct abar_impl *bi, uint32_t n, bool dr
                 if (st_phase(s) != phase_lo(atomic_load_explicit(&bi->pair.phase, memory_order_relaxed))) {
                     abar__pause();
                     s = atomic_load_explicit(&bi->state, memory_order_relaxed);
-                    continue;
+                    continue; /* judge the new state from the start */
                 }
                 ns = s + (UINT64_C(1) << ST_PHASE_SHIFT);
             }
             /* acq_rel: as above */
-        } while (!atomic_compare_exchange_weak_explicit(&bi->state, &s, ns, memory_order_acq_rel,
-                                                        memory_order_relaxed));
+            if (atomic_compare_exchange_weak_explicit(&bi->state, &s, ns, memory_order_acq_rel,
+                                                      memory_order_relaxed))
+                break;
+        }
     }
     if (st_phase(ns) != st_phase(s)) { /* a pair's phase, completed and the next opened */
         *last = true;

@@ -26,13 +26,22 @@ struct anon {
     _Atomic int stop;
     _Atomic uint64_t counted, refused;
     bool wait; /* arrive_and_wait (else arrive only) */
+    uint32_t n;   /* > 0: every third arrival is abar_arrive_n(n), refused when fewer pend */
+    _Atomic uint64_t n_refused;
 };
 
 static void *anon_thread(void *arg)
 {
     struct anon *a = arg;
-    uint64_t ok = 0, bad = 0;
+    uint64_t ok = 0, bad = 0, nbad = 0, i = 0;
     while (!atomic_load_explicit(&a->stop, memory_order_relaxed)) {
+        if (a->n && ++i % 3 == 0) {
+            abar_token_t t = abar_arrive_n(a->b, a->n);
+            if (abar_token_error(t) == EINVAL) nbad++; /* fewer pending: nothing counted */
+            else if (abar_token_error(t)) bad++;
+            else ok += a->n;
+            continue;
+        }
         if (a->wait) {
             /* arrive + wait in two calls (the token tells what was counted) */
             abar_token_t t = abar_arrive(a->b);
@@ -51,17 +60,18 @@ static void *anon_thread(void *arg)
     }
     atomic_fetch_add(&a->counted, ok);
     atomic_fetch_add(&a->refused, bad);
+    atomic_fetch_add(&a->n_refused, nbad);
     return NULL;
 }
 
 /* Three threads on an expected-2 barrier, or arrive-only threads: for
  * `ms`, then the invariant above and a destroy that succeeds. */
-static void anon_run(uint32_t expected, int nthreads, bool wait, int ms, unsigned flags)
+static void anon_run_n(uint32_t expected, int nthreads, bool wait, int ms, unsigned flags, uint32_t n)
 {
     abar_t b;
     abar_attr_t at = { NULL, NULL, flags };
     CHECK_EQ(abar_init(&b, expected, &at), 0);
-    struct anon a = { .b = &b, .wait = wait };
+    struct anon a = { .b = &b, .wait = wait, .n = n };
     pthread_t th[16];
     for (int i = 0; i < nthreads; i++) pthread_create(&th[i], NULL, anon_thread, &a);
     msleep(ms);
@@ -86,7 +96,16 @@ static void anon_run(uint32_t expected, int nthreads, bool wait, int ms, unsigne
     CHECK_EQ(abar_destroy(&b), 0);
 }
 
+static void anon_run(uint32_t expected, int nthreads, bool wait, int ms, unsigned flags)
+{
+    anon_run_n(expected, nthreads, wait, ms, flags, 0);
+}
+
 TEST(anon_pair_three_threads_arrive_and_wait) { anon_run(2, 3, true, 1000, 0); }
+/* arrive_n(2) among single arrivals on a pair: a phase it completes opens
+ * the next in the same CAS, so no single arrival is ever refused */
+TEST(anon_pair_arrive_n_among_single_arrivals) { anon_run_n(2, 3, false, 700, 0, 2); }
+TEST(anon_pair_arrive_n_among_waiters) { anon_run_n(2, 3, true, 700, 0, 2); }
 TEST(anon_pair_two_threads_arrive_only) { anon_run(2, 2, false, 1000, 0); }
 TEST(anon_pair_three_threads_arrive_only_spin) { anon_run(2, 3, false, 500, ABAR_WAIT_SPIN); }
 TEST(anon_one_two_threads_arrive_only) { anon_run(1, 2, false, 500, 0); }
