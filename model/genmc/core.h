@@ -36,7 +36,15 @@ int abar__futex_wait(_Atomic uint32_t *word, uint32_t val, bool pshared,
     return 0;
 }
 
-bool abar__os_membarrier_register(void) { return false; }
+/* ABAR_GENMC_ASYM (shim.h, membarrier): 1, the Linux backend's choice:
+ * waiters keep only the compiler's order, so no seq_cst fence of theirs
+ * stands in for the release an arrival needs; 0 for the destroy clients,
+ * whose hazard handshake needs membarrier's effect on the other threads,
+ * which the model can only give as a fence on both sides. */
+#ifndef ABAR_GENMC_ASYM
+#define ABAR_GENMC_ASYM 1
+#endif
+bool abar__os_membarrier_register(void) { return ABAR_GENMC_ASYM; }
 void abar__os_membarrier(void) { atomic_thread_fence(memory_order_seq_cst); }
 unsigned abar__os_ncpu(void) { return ABAR_GENMC_NCPU; }
 int abar__os_cpus(int *cpus, int max)

@@ -14,12 +14,14 @@
  *                only run the caller's loop again, which re-reads every
  *                word; it is not modelled (it makes that loop unbounded).
  *   futex wake   nothing: the change of the word is the wake.
- *   membarrier   not offered (abar__os_membarrier_register says false), so
- *                both halves of the hazard fence are seq_cst fences, as on
- *                the portable backend.  membarrier makes every running
- *                thread execute a full fence, which a single-thread model
- *                cannot express; that pair of fences is its C11 equal.
- *                abar__os_membarrier itself is a seq_cst fence.
+ *   membarrier   a seq_cst fence in the caller (abar__os_membarrier).  It
+ *                makes every running thread execute a full fence, which
+ *                the model cannot express, so it is offered only where
+ *                that does not matter (core.h, ABAR_GENMC_ASYM): the
+ *                waiters then keep only the compiler's order, as on Linux;
+ *                the destroy clients are built without it, and both halves
+ *                of the hazard fence are seq_cst fences there, as on the
+ *                portable backend (the C11 equal of the pair).
  *   the CPUs     ABAR_GENMC_NCPU (4): no barrier of a client is
  *                oversubscribed, so waiters take the usual paths.
  *   the clock    always 0: no spin budget ever runs out by time, and none
@@ -59,6 +61,13 @@
 #ifndef ECANCELED
 #define ECANCELED 125
 #endif
+
+/* A signal fence orders this thread against its own signal handlers: the
+ * compiler's order only, which GenMC's threads always keep.  GenMC would
+ * take it for a thread fence (seq_cst: also a release and an acquire
+ * fence), an order the core never asked for. */
+#undef atomic_signal_fence
+#define atomic_signal_fence(order) ((void)(order))
 
 /* The x86 pause hint (abar__pause) is no instruction GenMC knows. */
 #define __builtin_ia32_pause() ((void)0)
