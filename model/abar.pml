@@ -634,19 +634,25 @@ inline publish(p, prk)
  * (bug 1 stores `phase` before the state CAS; publish then leaves it out). */
 inline complete(p, ns)
 {
-    atomic {                                             /* arrive.c:141-146: the completion */
+#if MUTANT != 25
+    atomic { ACCESS; phase == p };                       /* arrive.c complete: publish in order, first */
+#endif
+    atomic {                                             /* arrive.c complete: the completion */
         ACCESS;
         assert(arrived[p] == GEXP(p));                   /* P1: every arrival counted */
         assert(!released[p]);                            /* P1: before any release */
+        assert(phase == p);                              /* abar_phase inside it: the completing phase */
         compl[p]++;
         assert(compl[p] == 1)                            /* P1: exactly once */
     };
-    atomic { ACCESS; next = expected - DROPS(ns) };      /* arrive.c:150 */
+    atomic { ACCESS; next = expected - DROPS(ns) };      /* arrive.c complete */
     if
-    :: DROPS(ns) -> atomic { ACCESS; expected = next }   /* arrive.c:151 */
+    :: DROPS(ns) -> atomic { ACCESS; expected = next }
     :: else -> skip
     fi;
-    atomic { ACCESS; phase == p };                       /* arrive.c:154: publish in order */
+#if MUTANT == 25
+    atomic { ACCESS; phase == p };                       /* bug 25: the order of before: completion first */
+#endif
 #if MUTANT == 1
     atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* bug 1: release before the state CAS */
 #endif

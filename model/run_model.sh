@@ -7,7 +7,7 @@
 #   exhaustively (with the AW_REGISTERED variant: arrive_and_wait's arrival
 #   of 4d5ff95), each must report "errors: 0" and a complete search; then
 #   the findings F1, F2, F4 (old code), each planted bug (MUTANT=1,2,3,5,6,7,8,11,12,13;
-#   the arrival tree's 14,15,16,17; the pair's CAS 8, 18, 19, 20, 23, 24; 21, 22;
+#   the arrival tree's 14,15,16,17; the pair's CAS 8, 18, 19, 20, 23, 24; 21, 22, 25;
 #   and the anonymous-arrival configurations, EXTRA)
 #   and the unsafe usage SPLIT_FINAL=1 must be caught (errors > 0), so the
 #   check is known to be able to fail.  Then abar_mpi's flags engine
@@ -211,6 +211,7 @@ check mutant20-pair-completes-out-of-order bug -DN=2 -DNPH=2 -DOBSERVER=0 -DCANC
 check mutant23-pair-add-taken-back       bug -DN=2 -DNPH=2 -DOBSERVER=0 -DCANCELLER=0 -DPAIR=1 -DEXTRA=2 -DMUTANT=23
 check mutant22-completer-phase-from-word bug -DN=2 -DNPH=2 -DOBSERVER=0 -DCANCELLER=0 -DEXTRA=2 -DMUTANT=22
 check mutant21-destroy-ignores-cancel    bug -DN=2 -DNPH=2 -DOBSERVER=0 -DMUTANT=21
+check mutant25-completion-before-order   bug -DN=2 -DNPH=2 -DOBSERVER=0 -DCANCELLER=0 -DEXTRA=2 -DMUTANT=25
 # a barrier of one at T = 1 (abar__one_carry, unregistered): the drop
 # configurations above reach it; its planted bug: a CAS blind to PARKED
 check mutant24-one-carry-ignores-parked  bug -DN=2 -DNPH=2 -DCANCELLER=0 -DFULL_MENU=1 -DPAIR=1 -DATOMIC_SNAPSHOT=1 -DMUTANT=24

@@ -196,6 +196,12 @@ abar_token_t abar__arrive1(struct abar_impl *bi, bool *last) { return arrive_liv
 uint64_t abar__complete(struct abar_impl *b, uint64_t s)
 {
     const uint64_t p = owned_phase(b, s);
+    struct abar__release *r = rel(b);
+    /* The previous completer may not have published phase p yet (it opened
+     * this phase to arrivals first): publish in order, and let the
+     * completion see abar_phase at p.  Keeps phase ∈ {S-1, S}.  acquire:
+     * its release, and so every earlier phase's writes. */
+    while (atomic_load_explicit(&r->phase, memory_order_acquire) != p) abar__pause();
     /* A phase whose last arrival was counted completes even if abar_cancel
      * runs meanwhile: the cancel is ordered after that arrival. */
     if (b->completion) {
@@ -204,14 +210,10 @@ uint64_t abar__complete(struct abar_impl *b, uint64_t s)
         b->completion(b->arg);
         abar__completing = frame.outer;
     }
-    struct abar__release *r = rel(b);
     /* relaxed: `expected` is read and written only by completers, which are
      * ordered one after the other by the release/acquire chain on `state`. */
     uint32_t next = atomic_load_explicit(&b->expected, memory_order_relaxed) - st_drops(s);
     if (st_drops(s)) atomic_store_explicit(&b->expected, next, memory_order_relaxed);
-    /* The previous completer may not have published phase p yet (it opened
-     * this phase to arrivals first): publish in order.  Keeps phase ∈ {S-1, S}. */
-    while (atomic_load_explicit(&r->phase, memory_order_acquire) != p) abar__pause();
     uint64_t cur = atomic_load_explicit(&b->state, memory_order_relaxed);
     const uint64_t fin = next == 0 ? ST_FINISHED : 0;
     /* Open phase p+1 to arrivals.  PARKED and CANCELLED may change under us,

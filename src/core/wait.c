@@ -85,7 +85,7 @@ static inline bool lean_spin(const struct abar_impl *b, abar_token_t t)
     return first_polls(rel((struct abar_impl *)b), t) && abar__prefetch_next_arrival(b);
 }
 
-/* An absolute CLOCK_REALTIME deadline in ns: a time before the epoch is
+/* An absolute CLOCK_MONOTONIC deadline in ns: a time before the epoch is
  * past (0), one beyond 2^64 - 1 ns (year 2554) never comes. */
 static inline uint64_t deadline_ns(const struct timespec *ts)
 {

@@ -149,6 +149,43 @@ TEST(anon_pair_three_threads_arrive_and_wait_one_call)
     CHECK_EQ(abar_destroy(&aw_b), 0);
 }
 
+/* Inside the completion, abar_phase is the completing phase, even while
+ * anonymous arrivals race ahead: the completer waits for the previous
+ * release before it runs the completion. */
+static abar_t ph_b;
+static _Atomic uint64_t ph_lag, ph_runs;
+static void ph_completion(void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&ph_runs, 1);
+    if (abar_phase(&ph_b) != abar_current(&ph_b).raw) atomic_fetch_add(&ph_lag, 1);
+}
+static _Atomic int ph_stop;
+static void *ph_thread(void *arg)
+{
+    (void)arg;
+    while (!atomic_load_explicit(&ph_stop, memory_order_relaxed)) (void)abar_arrive(&ph_b);
+    return NULL;
+}
+TEST(completion_sees_its_own_phase_under_anonymous_arrivals)
+{
+    for (uint32_t e = 2; e <= 6; e += 4) {
+        abar_attr_t at = { ph_completion, NULL, 0 };
+        CHECK_EQ(abar_init(&ph_b, e, &at), 0);
+        atomic_store(&ph_stop, 0);
+        pthread_t th[8];
+        for (int i = 0; i < 4; i++) pthread_create(&th[i], NULL, ph_thread, NULL);
+        msleep(400);
+        atomic_store(&ph_stop, 1);
+        for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+        printf("  expected %u: %llu completions, %llu saw an older abar_phase\n", e,
+               (unsigned long long)atomic_load(&ph_runs), (unsigned long long)atomic_load(&ph_lag));
+        CHECK(atomic_load(&ph_runs) > 0);
+        CHECK_EQ(atomic_load(&ph_lag), 0);
+        CHECK_EQ(abar_destroy(&ph_b), 0);
+    }
+}
+
 /* ---- deadlines ---------------------------------------------------------- */
 
 static abar_t dl_b;
