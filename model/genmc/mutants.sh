@@ -29,11 +29,14 @@ done
 shift $((OPTIND - 1))
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
+# The core as it is now: the list and every mutant come from this copy, so
+# that edits to src/core during the run do not move the lines.
+cp -r "$ROOT/src/core" "$TMP/base"
 # The files core.h includes: the rest of src/core is the backend shim.h replaces.
 FILES="abar_internal.h arrive.c futex.c hazard.c lifecycle.c policy.c tree.c wait.c"
 
 # One line per mutant: file line occurrence from to function
-python3 - "$ROOT/src/core" $FILES >"$TMP/mutants" <<'PY'
+python3 - "$TMP/base" $FILES >"$TMP/mutants" <<'PY'
 import re, sys
 core, files = sys.argv[1], sys.argv[2:]
 tok = re.compile(r'memory_order_(acquire|release|acq_rel)\b|atomic_thread_fence\(memory_order_seq_cst\)')
@@ -80,7 +83,7 @@ while read -r f line k from to func; do
         continue
     fi
     rm -rf "$TMP/core"
-    cp -r "$ROOT/src/core" "$TMP/core"
+    cp -r "$TMP/base" "$TMP/core"
     patch "$f" "$line" "$k" "$to"
     verdict=SURVIVED
     for m in $MODELS; do
