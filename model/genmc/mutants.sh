@@ -36,6 +36,7 @@ cp -r "$ROOT/src/core" "$TMP/base"
 FILES="abar_internal.h arrive.c futex.c hazard.c lifecycle.c policy.c tree.c wait.c"
 
 # One line per mutant: file line occurrence from to function
+# shellcheck disable=SC2086
 python3 - "$TMP/base" $FILES >"$TMP/mutants" <<'PY'
 import re, sys
 core, files = sys.argv[1], sys.argv[2:]

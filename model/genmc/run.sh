@@ -39,7 +39,7 @@ shift $((OPTIND - 1))
 ONLY=" $* "
 # NAME... in that order (clients.txt's order otherwise)
 if [ $# -gt 0 ]; then
-    order=$(for n in "$@"; do grep -E "^$n[[:space:]]" "$HERE/clients.txt"; done)
+    order=$(for n in "$@"; do grep -E "^${n}[[:space:]]" "$HERE/clients.txt"; done)
 else
     order=$(cat "$HERE/clients.txt")
 fi
