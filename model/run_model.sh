@@ -7,7 +7,7 @@
 #   exhaustively (with the AW_REGISTERED variant: arrive_and_wait's arrival
 #   of 4d5ff95), each must report "errors: 0" and a complete search; then
 #   the findings F1, F2, F4 (old code), each planted bug (MUTANT=1,2,3,5,6,7,8,11,12,13;
-#   the arrival tree's 14,15,16,17; the pair's CAS 8, 18, 19, 20, 23, 24; 21, 22, 25;
+#   the arrival tree's 15,16,17; the pair's CAS 8, 18, 19, 20, 23, 24; 21, 22, 25;
 #   and the anonymous-arrival configurations, EXTRA)
 #   and the unsafe usage SPLIT_FINAL=1 must be caught (errors > 0), so the
 #   check is known to be able to fail.  Then abar_mpi's flags engine
@@ -220,7 +220,10 @@ check mutant19-one-second-add-ignores-parked bug -DN=2 -DNPH=2 -DCANCELLER=0 -DF
 check mutant11-registered-before-formula bug $M -DMUTANT=11 -DAW_REGISTERED=1
 check mutant12-aw-released-off-by-one   bug $M -DMUTANT=12
 check mutant13-aw-leaves-before-check   bug $M -DMUTANT=13
-check mutant14-tree-unlock-partial-first bug -DN=4 -DNPH=1 -DOBSERVER=0 -DCANCELLER=0 -DATOMIC_SNAPSHOT=1 -DNARR=2 -DTREE=1 -DMUTANT=14
+# (mutant 14, arrive_n unlocking its partly filled leaves first, broke only
+# P5: a destroy under the late unlock.  Every arrival now registers for its
+# call, so destroy says EBUSY until it returns: the search completes with no
+# error, and the order is kept for clarity, not safety.)
 check mutant15-tree-forward-never-undone bug $M -DTREE=1 -DMUTANT=15
 check mutant16-tree-ignores-lock        bug $M -DNARR=2 -DTREE=1 -DMUTANT=16
 check mutant17-tree-zero-quota-leaf     bug $M -DCANCELLER=0 -DFULL_MENU=1 -DTREE=1 -DMUTANT=17
