@@ -22,9 +22,10 @@
  * never leave a transient.
  *
  * A pair without a completion function (ABAR__TICKET) counts a single
- * arrival by adding HALF instead: the first sets it, the second carries out
- * of it into the phase, which opens the next phase with the same count in
- * that one add (arrive.c: ticket_arrive).
+ * arrival with one CAS from a state it has judged: the first sets HALF, the
+ * second adds HALF again, carrying out of it into the phase, which opens
+ * the next phase with the same count in that one CAS (abar__ticket_add).
+ * A refused pair arrival changes nothing, so it leaves no transient.
  *
  * Waiters do not watch the state word (every arrival writes it): they watch
  * the release words, `phase` and `futex`, which only a completer (after its
@@ -105,8 +106,8 @@ struct abar__release {
 
 /* A barrier of at most ABAR__PAIR_MAX threads (a pair) is run on one line:
  * its release words sit beside the state word.  Without a completion
- * function (ABAR__TICKET) a single arrival is one add of HALF, and the
- * second of a phase opens the next one by its carry (abar__ticket_arrive,
+ * function (ABAR__TICKET) a single arrival is one CAS setting HALF, and
+ * the second of a phase opens the next one by its carry (abar__ticket_add,
  * below), so the line travels once a phase between the two, as in a
  * plain sense-reversing barrier.  With more threads, waiters polling that
  * line would be invalidated by every arrival: their release words get a
