@@ -322,6 +322,13 @@ static void *signaller(void *arg)
     }
     return NULL;
 }
+/* The pair starts its waits once the signaller has signalled each thread
+ * (else on a quiet host it is done before the signaller first runs). */
+static void *sig_body(void *arg)
+{
+    while (atomic_load(&handled) < 2) sched_yield();
+    return pair_body(arg);
+}
 static pthread_barrier_t sig_bar;
 static struct pair sig_pair;
 static struct pair_arg sig_args[2];
@@ -345,8 +352,8 @@ static int signals(void)
     for (int round = 0; round < 20 && atomic_load(&handled) == 0; round++) {
         atomic_store(&stop_signalling, 0);
         sig_pair.slot[0] = sig_pair.slot[1] = 0; /* the threads of the last round are joined */
-        pthread_create(&st.t[0], NULL, pair_body, &sig_args[0]);
-        pthread_create(&st.t[1], NULL, pair_body, &sig_args[1]);
+        pthread_create(&st.t[0], NULL, sig_body, &sig_args[0]);
+        pthread_create(&st.t[1], NULL, sig_body, &sig_args[1]);
         pthread_t sg;
         pthread_create(&sg, NULL, signaller, &st);
         pthread_join(st.t[0], NULL);
