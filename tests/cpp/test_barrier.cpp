@@ -130,7 +130,11 @@ static bool same_results()
     int c = scenario_update_and_drop<abar_barrier>();
     std::printf("  abar::barrier: %d phases, %d completions\n", a, c);
     CHECK(a == PHASES && c == 3);
-#if HAVE_STD_BARRIER
+#if HAVE_STD_BARRIER && defined(_WIN32)
+    // mingw-w64's libstdc++ 12 std::barrier hangs under Wine: 4 threads
+    // finish 50 phases but not 2000 in 60 s (its atomic wait without a futex).
+    std::printf("  std::barrier: not run on Windows (mingw's std::barrier hangs under Wine): abar's half only\n");
+#elif HAVE_STD_BARRIER
     int sa = scenario_phases<std_barrier>();
     int sc = scenario_update_and_drop<std_barrier>();
     std::printf("  std::barrier:  %d phases, %d completions (the same source, one word changed)\n", sa, sc);
