@@ -67,22 +67,16 @@
  * implementation gets (how a test sees that the interposer was used).
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
-#include <stdbool.h>
 #include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "interposer.h"
 
 #define API __attribute__((visibility("default")))
 
@@ -115,6 +109,8 @@ _Static_assert(offsetof(struct compact, state) == 24, "state word in the last 8 
 #define MARK 0x61626172u             /* "abar" */
 #define MARK_DEAD 0x64656164u        /* "dead": ours, destroyed */
 
+static _Atomic int said_abar, said_libc, said_mixed; /* pt_say: once each */
+
 static inline uint64_t arrivals(uint64_t s) { return s >> 16; }
 static inline uint32_t sleepers(uint64_t s) { return (uint32_t)(s & SLEEPERS_MAX); }
 
@@ -123,92 +119,6 @@ static uint32_t mark_of(const pthread_barrier_t *pb, uint32_t kind)
 {
     const uint64_t a = (uint64_t)(uintptr_t)pb;
     return kind ^ (uint32_t)(a >> 3) ^ (uint32_t)(a >> 35);
-}
-
-/* The C library's functions: looked up on first use, from any thread (the
- * same answer each time; a race only looks twice). */
-typedef int init_fn(pthread_barrier_t *, const pthread_barrierattr_t *, unsigned);
-typedef int wait_fn(pthread_barrier_t *);
-typedef int destroy_fn(pthread_barrier_t *);
-static _Atomic(void *) libc_fn[3];
-static void *libc_sym(int i)
-{
-    static const char *const names[3] = {"pthread_barrier_init", "pthread_barrier_wait",
-                                         "pthread_barrier_destroy"};
-    void *f = atomic_load_explicit(&libc_fn[i], memory_order_acquire);
-    if (f == NULL) {
-        f = dlsym(RTLD_NEXT, names[i]);
-        if (f != NULL) atomic_store_explicit(&libc_fn[i], f, memory_order_release);
-    }
-    return f;
-}
-
-/* The environment, read on first use (getenv works in any constructor). */
-enum { ENV_UNREAD = 0, ENV_READ = 1, ENV_OFF = 2, ENV_DEBUG = 4 };
-static _Atomic int env_bits;
-static int env(void)
-{
-    int v = atomic_load_explicit(&env_bits, memory_order_relaxed);
-    if (v != ENV_UNREAD) return v;
-    v = ENV_READ;
-    const char *e = getenv("ABAR_PTHREAD");
-    if (e && strcmp(e, "0") == 0) v |= ENV_OFF;
-    e = getenv("ABAR_PTHREAD_DEBUG");
-    if (e && strcmp(e, "1") == 0) v |= ENV_DEBUG;
-    atomic_store_explicit(&env_bits, v, memory_order_relaxed);
-    return v;
-}
-
-static _Atomic int said_abar, said_libc, said_mixed;
-static void say(_Atomic int *once, const char *what, bool always)
-{
-    if ((always || (env() & ENV_DEBUG)) && !atomic_exchange_explicit(once, 1, memory_order_relaxed))
-        fprintf(stderr, "abar-pthread: %s\n", what);
-}
-
-/* The spin budget (ABAR_SPIN_NS, as abar's) and the CPUs, read on first use. */
-static _Atomic uint64_t spin_ns_cache = UINT64_MAX;
-static uint64_t spin_ns(void)
-{
-    uint64_t v = atomic_load_explicit(&spin_ns_cache, memory_order_relaxed);
-    if (v != UINT64_MAX) return v;
-    v = 50000;
-    const char *e = getenv("ABAR_SPIN_NS");
-    if (e && *e) {
-        char *end;
-        unsigned long long x = strtoull(e, &end, 10);
-        if (*end == '\0' && x < UINT64_MAX) v = x;
-    }
-    atomic_store_explicit(&spin_ns_cache, v, memory_order_relaxed);
-    return v;
-}
-static _Atomic unsigned ncpu_cache;
-static unsigned ncpu(void)
-{
-    unsigned n = atomic_load_explicit(&ncpu_cache, memory_order_relaxed);
-    if (n) return n;
-    cpu_set_t set;
-    n = sched_getaffinity(0, sizeof set, &set) == 0 ? (unsigned)CPU_COUNT(&set) : 0;
-    if (n == 0) {
-        long c = sysconf(_SC_NPROCESSORS_ONLN);
-        n = c > 0 ? (unsigned)c : 1;
-    }
-    atomic_store_explicit(&ncpu_cache, n, memory_order_relaxed);
-    return n;
-}
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield" ::: "memory");
-#endif
 }
 
 /* The futex word: the state word's low 32 bits (sleepers, epoch and the low
@@ -230,71 +140,6 @@ static void futex_wake_all(_Atomic uint32_t *w)
     /* A private wake touches no user memory: harmless after the object is
      * freed (the kernel keys it by address only). */
     syscall(SYS_futex, w, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-}
-
-/* Who is inside a wait.  A waiter that has not yet seen its release still
- * reads the object; destroy must not return before it is out (glibc counts
- * them out with a second atomic an arrival; so as not to pay that on the
- * shared line, each thread names the barrier it waits on in a slot of its
- * own, and destroy looks through the slots).  A thread claims a slot on its
- * first wait and gives it back when it exits; past HZ_SLOTS threads, a
- * thread without one counts itself in the barrier's sleepers field for the
- * length of its wait instead (same word as its arrival: one RMW more).
- * The slot is set before the arrival's RMW (release) and cleared, with
- * release, after the last read: a destroyer that saw the round complete
- * (acquire) sees the slot of every thread still inside. */
-#define HZ_SLOTS 512
-static struct {
-    _Alignas(64) _Atomic(void *) p;
-    _Atomic int taken;
-} hz[HZ_SLOTS];
-static _Thread_local __attribute__((tls_model("initial-exec"))) int hz_mine; /* slot + 1; 0: not claimed yet, -1: none left */
-static pthread_key_t hz_key;
-static pthread_once_t hz_once = PTHREAD_ONCE_INIT;
-static void hz_release(void *slot)
-{
-    int i = (int)(intptr_t)slot - 1;
-    hz_mine = -1; /* a wait in a later thread-exit destructor counts itself in */
-    atomic_store_explicit(&hz[i].p, NULL, memory_order_release);
-    atomic_store_explicit(&hz[i].taken, 0, memory_order_release);
-}
-static void hz_after_fork_child(void)
-{
-    /* only the forking thread lives on */
-    for (int i = 0; i < HZ_SLOTS; i++)
-        if (i != hz_mine - 1) {
-            atomic_store_explicit(&hz[i].p, NULL, memory_order_relaxed);
-            atomic_store_explicit(&hz[i].taken, 0, memory_order_relaxed);
-        }
-}
-static void hz_setup(void)
-{
-    if (pthread_key_create(&hz_key, hz_release) != 0) hz_key = (pthread_key_t)-1;
-    pthread_atfork(NULL, NULL, hz_after_fork_child);
-}
-static __attribute__((noinline)) int hz_claim(void)
-{
-    pthread_once(&hz_once, hz_setup);
-    if (hz_key != (pthread_key_t)-1)
-        for (int i = 0; i < HZ_SLOTS; i++) {
-            int z = 0;
-            if (atomic_load_explicit(&hz[i].taken, memory_order_relaxed) == 0 &&
-                atomic_compare_exchange_strong_explicit(&hz[i].taken, &z, 1, memory_order_acquire,
-                                                        memory_order_relaxed)) {
-                if (pthread_setspecific(hz_key, (void *)(intptr_t)(i + 1)) != 0) {
-                    atomic_store_explicit(&hz[i].taken, 0, memory_order_relaxed);
-                    break;
-                }
-                return hz_mine = i + 1;
-            }
-        }
-    return hz_mine = -1;
-}
-static inline _Atomic(void *) *hz_slot(void)
-{
-    int m = hz_mine;
-    if (__builtin_expect(m == 0, 0)) m = hz_claim();
-    return m > 0 ? &hz[m - 1].p : NULL;
 }
 
 /* Whether the round ending at `end` arrivals of epoch `epoch` is complete. */
@@ -321,9 +166,9 @@ static __attribute__((noinline)) int wait_slow(struct compact *c, uint64_t epoch
 {
     const uint32_t count = c->g.count;
     /* spin: pause while every thread may have a CPU, yield while not */
-    const bool crowded = count > ncpu();
+    const bool crowded = count > pt_ncpu();
     const unsigned down = atomic_load_explicit(&spin_down, memory_order_relaxed);
-    const uint64_t budget = spin_ns() >> down;
+    const uint64_t budget = pt_spin_ns() >> down;
     uint64_t start = 0;
     for (unsigned i = 1;; i++) {
         uint64_t s = atomic_load_explicit(&c->state, memory_order_acquire);
@@ -334,7 +179,7 @@ static __attribute__((noinline)) int wait_slow(struct compact *c, uint64_t epoch
         if (crowded) sched_yield();
         else cpu_relax();
         if ((i & 63) == 0) {
-            uint64_t t = now_ns();
+            uint64_t t = pt_now_ns();
             if (start == 0) start = t;
             else if (t - start >= budget) break;
         }
@@ -361,7 +206,7 @@ static __attribute__((noinline)) int wait_slow(struct compact *c, uint64_t epoch
     }
     while (!released(s, epoch, end)) {
         if (__atomic_load_n(&c->g.in, __ATOMIC_RELAXED) != 0) /* glibc's arrivals: a hint */
-            say(&said_mixed,
+            pt_say(&said_mixed,
                 "a barrier the interposer serves was also waited on through the C library's "
                 "pthread_barrier_wait (RTLD_DEEPBIND?): a round that mixes both never completes",
                 true);
@@ -377,7 +222,7 @@ static __attribute__((noinline)) int wait_slow(struct compact *c, uint64_t epoch
 static inline int compact_wait(struct compact *c)
 {
     const uint32_t count = c->g.count;
-    _Atomic(void *) *hp = hz_slot();
+    _Atomic(void *) *hp = pt_slot_of_mine();
     if (hp) atomic_store_explicit(hp, c, memory_order_relaxed); /* ordered by the RMW below */
     const uint64_t add = hp ? ARRIVE : ARRIVE + 1; /* no slot: counted in the sleepers field */
     uint64_t s = atomic_fetch_add_explicit(&c->state, add, memory_order_acq_rel);
@@ -425,14 +270,14 @@ API int pthread_barrier_init(pthread_barrier_t *pb, const pthread_barrierattr_t 
     if (count == 0) return EINVAL; /* (pb is declared nonnull by the C library) */
     int pshared = PTHREAD_PROCESS_PRIVATE;
     if (attr != NULL && pthread_barrierattr_getpshared(attr, &pshared) != 0) return EINVAL;
-    if ((env() & ENV_OFF) || pshared == PTHREAD_PROCESS_SHARED || count > SLEEPERS_MAX) {
-        init_fn *f = (init_fn *)libc_sym(0);
+    if ((pt_env() & ENV_OFF) || pshared == PTHREAD_PROCESS_SHARED || count > SLEEPERS_MAX) {
+        init_fn *f = (init_fn *)pt_libc(LIBC_INIT);
         if (f == NULL) return ENOSYS; /* no C library barrier to fall back on */
         int r = f(pb, attr, count);
         if (r == 0) {
             atomic_store_explicit(&cb(pb)->mark, 0, memory_order_relaxed);
-            say(&said_libc,
-                (env() & ENV_OFF) ? "off (ABAR_PTHREAD=0): the C library's barriers"
+            pt_say(&said_libc,
+                (pt_env() & ENV_OFF) ? "off (ABAR_PTHREAD=0): the C library's barriers"
                                   : "a process-shared or very large barrier: the C library's",
                 false);
         }
@@ -454,7 +299,7 @@ API int pthread_barrier_init(pthread_barrier_t *pb, const pthread_barrierattr_t 
     }
     c->g = (struct glibc_barrier){.in = 0, .current_round = 0, .count = count, .shared = 0, .out = 0};
     atomic_store_explicit(&c->mark, mark_of(pb, MARK), memory_order_relaxed);
-    say(&said_abar, "barriers on abar", false);
+    pt_say(&said_abar, "barriers on abar", false);
     return 0;
 }
 
@@ -462,7 +307,7 @@ API int pthread_barrier_wait(pthread_barrier_t *pb)
 {
     if (__builtin_expect(ours(pb), 1)) return compact_wait(cb(pb));
     if (cb(pb)->g.count == 0) return EINVAL; /* never initialised: glibc would divide by 0 */
-    wait_fn *f = (wait_fn *)libc_sym(1);
+    wait_fn *f = (wait_fn *)pt_libc(LIBC_WAIT);
     return f ? f(pb) : EINVAL;
 }
 
@@ -471,7 +316,7 @@ API int pthread_barrier_destroy(pthread_barrier_t *pb)
     struct compact *c = cb(pb);
     if (!ours(pb)) {
         if (c->g.count == 0) return EINVAL; /* never initialised: glibc would divide by 0 */
-        destroy_fn *f = (destroy_fn *)libc_sym(2);
+        destroy_fn *f = (destroy_fn *)pt_libc(LIBC_DESTROY);
         return f ? f(pb) : EINVAL;
     }
     const uint32_t count = c->g.count;
@@ -482,7 +327,7 @@ API int pthread_barrier_destroy(pthread_barrier_t *pb)
         sched_yield(); /* released sleepers still leaving */
     }
     for (int i = 0; i < HZ_SLOTS; i++) /* released spinners still leaving */
-        while (atomic_load_explicit(&hz[i].p, memory_order_acquire) == c) sched_yield();
+        while (atomic_load_explicit(&pt_slots[i].p, memory_order_acquire) == c) sched_yield();
     atomic_store_explicit(&c->mark, mark_of(pb, MARK_DEAD), memory_order_relaxed);
     return 0;
 }

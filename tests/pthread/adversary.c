@@ -25,22 +25,7 @@
 #include <unistd.h>
 
 #define SERIAL PTHREAD_BARRIER_SERIAL_THREAD
-static int passed, failed;
-static char why[256];
-#define REQUIRE(c, ...)                                                                            \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            snprintf(why, sizeof why, __VA_ARGS__);                                                \
-            return 0;                                                                              \
-        }                                                                                          \
-    } while (0)
-static void run(const char *name, int (*fn)(void))
-{
-    why[0] = 0;
-    if (fn()) passed++, printf("case %s: ok\n", name);
-    else failed++, printf("case %s: FAIL (%s)\n", name, why);
-    fflush(stdout);
-}
+#include "cases.h"
 
 /* Signals all along, to every worker (a handler, no SA_RESTART). */
 enum { T = 3 };
@@ -212,6 +197,5 @@ int main(void)
     run("unmap_right_after_destroy", unmap_right_after_destroy);
     run("varying_counts_more_threads", varying_counts);
     signals_stop();
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return cases_end();
 }

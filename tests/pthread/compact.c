@@ -8,23 +8,9 @@
 #include "interposer.c"
 
 #include <stdio.h>
+#include <string.h>
 
-static int passed, failed;
-static char why[256];
-#define REQUIRE(c, ...)                                                                            \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            snprintf(why, sizeof why, __VA_ARGS__);                                                \
-            return 0;                                                                              \
-        }                                                                                          \
-    } while (0)
-static void run(const char *name, int (*fn)(void))
-{
-    why[0] = 0;
-    if (fn()) passed++, printf("case %s: ok\n", name);
-    else failed++, printf("case %s: FAIL (%s)\n", name, why);
-    fflush(stdout);
-}
+#include "cases.h"
 #define SERIAL PTHREAD_BARRIER_SERIAL_THREAD
 
 /* Bytes 0..19 are what glibc's own init writes for the same count. */
@@ -34,7 +20,7 @@ static int layout_is_glibcs(void)
     memset(&a, 0xee, sizeof a);
     memset(&g, 0xee, sizeof g);
     REQUIRE(pthread_barrier_init(&a, NULL, 5) == 0, "init");
-    init_fn *gi = (init_fn *)libc_sym(0);
+    init_fn *gi = (init_fn *)pt_libc(LIBC_INIT);
     REQUIRE(gi && gi(&g, NULL, 5) == 0, "glibc's init");
     REQUIRE(memcmp(&a, &g, 20) == 0, "bytes 0..19 differ from glibc's");
     REQUIRE(cb(&a)->g.count == 5 && cb(&a)->g.shared == 0, "count or shared");
@@ -60,15 +46,15 @@ static pthread_barrier_t gl;
 static void *glibc_waiter(void *arg)
 {
     (void)arg;
-    wait_fn *gw = (wait_fn *)libc_sym(1);
+    wait_fn *gw = (wait_fn *)pt_libc(LIBC_WAIT);
     long serial = 0;
     for (int i = 0; i < 200; i++) serial += gw(&gl) == SERIAL;
     return (void *)serial;
 }
 static int glibc_calls_on_ours(void)
 {
-    wait_fn *gw = (wait_fn *)libc_sym(1);
-    destroy_fn *gd = (destroy_fn *)libc_sym(2);
+    wait_fn *gw = (wait_fn *)pt_libc(LIBC_WAIT);
+    destroy_fn *gd = (destroy_fn *)pt_libc(LIBC_DESTROY);
     REQUIRE(gw && gd, "dlsym");
     pthread_barrier_t b;
     REQUIRE(pthread_barrier_init(&b, NULL, 1) == 0, "init");
@@ -139,9 +125,9 @@ static int restart(void)
  * after the last wait waits for them to leave. */
 static int parked(void)
 {
-    uint64_t saved = atomic_exchange(&spin_ns_cache, 0);
+    uint64_t saved = atomic_exchange(&pt_spin_ns_cache, 0);
     int ok = rounds_across_restart(3, 3, 3000, 1500) && rounds_across_restart(4, 2, 2000, 1000);
-    atomic_store(&spin_ns_cache, saved);
+    atomic_store(&pt_spin_ns_cache, saved);
     return ok;
 }
 
@@ -178,6 +164,5 @@ int main(void)
     run("restart_at_2_46", restart);
     run("parked_waiters", parked);
     run("destroy_open_round_ebusy", destroy_open_round);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return cases_end();
 }

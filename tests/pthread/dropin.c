@@ -9,7 +9,7 @@
  * Usage: dropin LIBDEEP (the path of libdeep_barrier.so).  DROPIN_SANITIZER=1
  * in the environment (sanitizer builds): no RTLD_DEEPBIND case, 8 MB for the
  * resident set's growth instead of 1 MB.
- * Prints "case NAME: ok|skip|FAIL (why)", then "N passed, M failed".
+ * Prints "case NAME: ok|not run|FAIL (why)", then "N passed, M failed" (cases.h).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -30,26 +30,7 @@ extern int ctor_barrier_results[8];
 extern int ctor_barrier_ran;
 
 static const char *libdeep;
-static int passed, failed;
-static char why[256];
-#define REQUIRE(c, ...)                                                                            \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            snprintf(why, sizeof why, __VA_ARGS__);                                                \
-            return 0;                                                                              \
-        }                                                                                          \
-    } while (0)
-#define SKIP -1
-
-static void run(const char *name, int (*fn)(void))
-{
-    why[0] = 0;
-    int r = fn();
-    if (r == SKIP) printf("case %s: skip (%s)\n", name, why);
-    else if (r) passed++, printf("case %s: ok\n", name);
-    else failed++, printf("case %s: FAIL (%s)\n", name, why);
-    fflush(stdout);
-}
+#include "cases.h"
 
 static int ok_result(int r) { return r == 0 || r == PTHREAD_BARRIER_SERIAL_THREAD; }
 #define SERIAL PTHREAD_BARRIER_SERIAL_THREAD
@@ -420,6 +401,5 @@ int main(int argc, char **argv)
     run("fork", fork_child);
     run("signals_during_waits", signals);
     run("cancel_while_blocked", cancel);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return cases_end();
 }

@@ -19,28 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static int passed, failed;
-static char why[256];
-#define REQUIRE(c, ...)                                                        \
-    do {                                                                       \
-        if (!(c)) {                                                            \
-            snprintf(why, sizeof why, __VA_ARGS__);                            \
-            return 0;                                                          \
-        }                                                                      \
-    } while (0)
-
-static void run(const char *name, int (*fn)(void))
-{
-    why[0] = 0;
-    if (fn()) {
-        passed++;
-        printf("case %s: ok\n", name);
-    } else {
-        failed++;
-        printf("case %s: FAIL (%s)\n", name, why);
-    }
-    fflush(stdout);
-}
+#include "cases.h"
 
 static int count_zero(void)
 {
@@ -203,6 +182,5 @@ int main(void)
     run("destroy_and_reinit", reinit);
     run("destroy_right_after_wait", destroy_after_wait);
     run("process_shared_across_fork", pshared_fork);
-    printf("%d passed, %d failed\n", passed, failed);
-    return failed != 0;
+    return cases_end();
 }
