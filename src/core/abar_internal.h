@@ -179,6 +179,17 @@ static inline abar_token_t tok_error(int err)
     return (abar_token_t){ .raw = (uint64_t)err, .id = 0 };
 }
 
+/* An arrival refused because the barrier is cancelled or finished, judged
+ * from a relaxed read of the word that said so.  acquire: pairs with
+ * abar_cancel's release RMWs on `state` and on the futex word (and a last
+ * drop's release), so that the refused caller sees what the cancelling
+ * thread wrote before its cancel, as a wait returning ECANCELED does. */
+static inline abar_token_t tok_cancelled(void)
+{
+    atomic_thread_fence(memory_order_acquire);
+    return tok_error(ECANCELED);
+}
+
 /* The impl of b if b is a live barrier, else NULL. */
 static inline struct abar_impl *abar__live(abar_t *b)
 {

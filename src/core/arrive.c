@@ -17,7 +17,7 @@ abar_token_t abar__ticket_slow(struct abar_impl *b, uint64_t before, uint64_t s,
     (void)before; /* the phase is read again after the CAS (below) */
     uint64_t ns;
     for (;;) {
-        if (s & (ST_CANCELLED | ST_FINISHED)) return tok_error(ECANCELED);
+        if (s & (ST_CANCELLED | ST_FINISHED)) return tok_cancelled();
         /* 0 pending: a phase whose drop made it complete the general way is
          * running abar__complete; no arrival can count until it reopens. */
         if (st_pending(s) < 1) return tok_error(EINVAL);
@@ -118,7 +118,7 @@ static inline abar_token_t arrive_live(struct abar_impl *bi, uint32_t n, bool dr
     } else {
         s = atomic_load_explicit(&bi->state, memory_order_relaxed);
         for (;;) {
-            if (s & (ST_CANCELLED | ST_FINISHED)) return tok_error(ECANCELED);
+            if (s & (ST_CANCELLED | ST_FINISHED)) return tok_cancelled();
             /* More than the phase still expects (or its completion is running):
              * refused whole, nothing counted. */
             if ((int32_t)n > st_pending(s)) return tok_error(EINVAL);

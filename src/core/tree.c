@@ -256,7 +256,7 @@ abar_token_t abar__tree_arrive1(struct abar_impl *b, bool drop, bool *last)
          * later one's: the CASes below then fail or skip) */
         const uint64_t p = atomic_load_explicit(&r->phase, memory_order_acquire);
         if (atomic_load_explicit(&r->futex, memory_order_relaxed) & ABAR__FUTEX_CANCELLED)
-            return tok_error(ECANCELED);
+            return tok_cancelled();
         const uint32_t e = atomic_load_explicit(&b->expected, memory_order_relaxed);
         bool locked = false, newer = false;
         uint32_t i = home;
@@ -328,7 +328,7 @@ abar_token_t abar__tree_arrive_n(struct abar_impl *b, uint32_t n, bool *last)
     for (;;) {
         const uint64_t p = atomic_load_explicit(&r->phase, memory_order_acquire);
         if (atomic_load_explicit(&r->futex, memory_order_relaxed) & ABAR__FUTEX_CANCELLED)
-            return tok_error(ECANCELED);
+            return tok_cancelled();
         const uint32_t e = atomic_load_explicit(&b->expected, memory_order_relaxed);
         /* Lock every leaf with units at p, in index order. */
         uint32_t i, free_units = 0;

@@ -104,6 +104,9 @@ int abar_ring_init(abar_ring_t *ring, uint32_t stages, uint32_t producers,
      * needs, but a hand-off is often imminent. */
     bool crowded = (int64_t)producers + consumers > (int64_t)abar_ncpu();
     abar_attr_t a = { NULL, NULL, ABAR_WAIT_PARK };
+    /* zeroed first: abar_init reads `magic` to refuse a live barrier, and a
+     * fresh block may hold an old one's bytes */
+    memset(bars, 0, 2 * sizeof *bars);
     if (abar_init(&bars[FILL], 1, &a) || abar_init(&bars[FREE], 1, &a)) {
         free(block);  /* cannot happen: the arguments are constant */
         return EINVAL;
