@@ -57,6 +57,11 @@ pass=0
 while read -r name src knobs; do
     case $name in ''|'#'*) continue ;; esac
     [ "$ONLY" = "  " ] || [[ $ONLY == *" $name "* ]] || continue
+    # knobs: -D... for the compiler; genmc:OPT for GenMC (e.g. genmc:-unroll=8)
+    cflags= gopts=
+    for k in $knobs; do
+        case $k in genmc:*) gopts="$gopts ${k#genmc:}" ;; *) cflags="$cflags $k" ;; esac
+    done
     for m in $MODELS; do
         out=$TMP/$name.$m.out
         t0=$(date +%s.%N)
@@ -66,18 +71,19 @@ while read -r name src knobs; do
             "$CLANG" -O1 -Xclang -disable-llvm-passes -Xclang -disable-lifetime-markers \
                 -fno-discard-value-names -g -S -emit-llvm \
                 -I"$GENMC_INCLUDE" -D__CONFIG_GENMC_INODE_DATA_SIZE=64 -I"$CORE" -I"$ROOT/include" \
-                -I"$ROOT/src/ring" -I"$HERE" $knobs -o "$ll.0" "$HERE/$src" >"$out" 2>&1 &&
+                -I"$ROOT/src/ring" -I"$HERE" $cflags -o "$ll.0" "$HERE/$src" >"$out" 2>&1 &&
                 "$OPT" -S -passes='cgscc(inline),sroa' -inline-threshold=100000 -o "$ll" "$ll.0" >>"$out" 2>&1
         fi
         # shellcheck disable=SC2086
         [ -f "$ll" ] && timeout "${ABAR_GENMC_TIMEOUT:-600}" "$GENMC" "-$m" -disable-estimation -disable-warn-on-unfreed-memory \
-            ${ABAR_GENMC_OPTS:-} -input-from-bitcode-file "$ll" >>"$out" 2>&1
+            $gopts ${ABAR_GENMC_OPTS:-} -input-from-bitcode-file "$ll" >>"$out" 2>&1
         rc=$?
         t1=$(date +%s.%N)
         execs=$(sed -n 's/^Number of complete executions explored: *\([0-9]*\).*/\1/p' "$out" | tail -1)
         blocked=$(sed -n 's/^Number of blocked executions seen: *\([0-9]*\).*/\1/p' "$out" | tail -1)
         secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
-        if [ $rc -eq 0 ] && grep -q "No errors were detected" "$out"; then
+        # a run that completed no execution checked nothing: a failure
+        if [ $rc -eq 0 ] && grep -q "No errors were detected" "$out" && [ "${execs:-0}" -gt 0 ]; then
             verdict=ok
             pass=$((pass + 1))
         else

@@ -83,27 +83,38 @@ int abar_destroy(abar_t *b)
 {
     struct abar_impl *bi = abar__live(b);
     if (bi == NULL) return EINVAL;
-    /* A completion is running, or a completer is still publishing a release. */
+    /* Busy at a glance (a completion running, a release not yet published):
+     * EBUSY without the fences below.  Only a shortcut: the verdict is the
+     * look after them. */
     uint64_t st = atomic_load(&bi->state);
     if (st_completing(st) || st_phase(st) != phase_lo(atomic_load(&rel(bi)->phase))) return EBUSY;
-    /* One RMW on `inside` decides against every registering waiter (theirs
-     * is an RMW too): either one is counted here (EBUSY) or it sees DEAD. */
+    /* One RMW on `inside` decides against every registering caller (theirs
+     * is an RMW too, or a hazard slot: below): either one is counted here
+     * (EBUSY) or it sees DEAD and waits for our verdict. */
+    uint32_t none = 0;
+    if (!atomic_compare_exchange_strong(&bi->inside, &none, ABAR__INSIDE_DEAD)) return EBUSY;
+    bool busy = false;
+    if (!(bi->flags & ABAR_PSHARED)) {
+        /* Our mark, then the callers' slots (abar__enter): the heavy half
+         * of the fence pair (hazard.c). */
+        abar__hazard_fence_heavy();
+        busy = abar__hazard_any(bi);
+    }
+    /* Then the state, judged only now: a completer leaves its registration
+     * (a release) after its RMW on `state` and before its release store of
+     * `phase`, so a completer we did not see registered shows here as a
+     * state naming a phase not yet published (or a completion running).
+     * seq_cst loads, after the slots' and `inside`'s. */
+    st = atomic_load(&bi->state);
+    if (busy || st_completing(st) || st_phase(st) != phase_lo(atomic_load(&rel(bi)->phase))) {
+        atomic_fetch_and(&bi->inside, ~ABAR__INSIDE_DEAD); /* in use: as we were */
+        return EBUSY;
+    }
     /* A cancel still between its two flags (abar_cancel) is about to write
      * the futex word: let it finish first.  acquire: pairs with its release. */
     if (st & ST_CANCELLED)
         while (!(atomic_load_explicit(&rel(bi)->futex, memory_order_acquire) & ABAR__FUTEX_CANCELLED))
             abar__pause();
-    uint32_t none = 0;
-    if (!atomic_compare_exchange_strong(&bi->inside, &none, ABAR__INSIDE_DEAD)) return EBUSY;
-    if (!(bi->flags & ABAR_PSHARED)) {
-        /* Our mark, then the waiters' slots (see wait.c enter): the heavy
-         * half of the fence pair (hazard.c). */
-        abar__hazard_fence_heavy();
-        if (abar__hazard_any(bi)) {
-            atomic_fetch_and(&bi->inside, ~ABAR__INSIDE_DEAD); /* in use: as we were */
-            return EBUSY;
-        }
-    }
     atomic_store(&bi->magic, ABAR__MAGIC_DEAD); /* later calls: EINVAL */
     abar__tree_free(bi);
     return 0;

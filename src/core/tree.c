@@ -194,9 +194,11 @@ static inline uint32_t home_leaf(uint32_t nleaves)
     return (h - 1) % nleaves;
 }
 
-/* Forwards a leaf this thread filled (w: the leaf as it wrote it; several
- * leaves' sums if an arrive_n filled more than one) to the state word. */
-static void forward(struct abar_impl *b, uint64_t p, uint32_t units, uint32_t drops, bool *last)
+/* Forwards a leaf this thread filled (several leaves' sums if an arrive_n
+ * filled more than one) to the state word.  0, or ECANCELED where the
+ * barrier was cancelled (or finished) before it: the forward is taken back
+ * and this thread's arrival is refused (its caller returns the error). */
+static int forward(struct abar_impl *b, uint32_t units, uint32_t drops, bool *last)
 {
     const uint64_t delta = (uint64_t)drops * ST_DROP_ONE - units;
     /* acq_rel: release publishes the writes of every arrival in the leaf
@@ -207,13 +209,13 @@ static void forward(struct abar_impl *b, uint64_t p, uint32_t units, uint32_t dr
         /* Cancelled: the phase never completes; take the forward back as a
          * refused arrival does (a completer waits for the undo). */
         atomic_fetch_sub_explicit(&b->state, delta, memory_order_relaxed);
-        return;
+        return s & (ST_CANCELLED | ST_FINISHED) ? ECANCELED : EINVAL;
     }
     if (st_pending(s + delta) == 0) { /* the completer: it owns the phase */
-        (void)p;
         abar__complete(b, s + delta);
         *last = true;
     }
+    return 0;
 }
 
 /* No unit was free at phase p: a verdict from the state word, or 0 to
@@ -284,7 +286,10 @@ abar_token_t abar__tree_arrive1(struct abar_impl *b, bool drop, bool *last)
                 if (atomic_compare_exchange_weak_explicit(&lv[i].w, &w, nw, memory_order_acq_rel,
                                                           memory_order_relaxed)) {
                     if (i != home) home_plus1 = i + 1; /* room was here: start here next time */
-                    if (lf_taken(nw) == lf_quota(nw)) forward(b, p, lf_quota(nw), lf_drops(nw), last);
+                    if (lf_taken(nw) == lf_quota(nw)) {
+                        const int err = forward(b, lf_quota(nw), lf_drops(nw), last);
+                        if (err) return tok_error(err);
+                    }
                     return tok_make(*last ? p : checked_phase(r, p), ident);
                 }
             }
@@ -391,7 +396,10 @@ abar_token_t abar__tree_arrive_n(struct abar_impl *b, uint32_t n, bool *last)
             }
         }
         unlock_all(lv, held, nl);
-        if (units) forward(b, p, units, drops, last);
+        if (units) {
+            const int err = forward(b, units, drops, last);
+            if (err) return tok_error(err);
+        }
         return tok_make(*last ? p : checked_phase(r, p), ident);
     }
 }

@@ -314,15 +314,18 @@ static inline __attribute__((always_inline)) int pair_arrive_and_wait(abar_t *b,
         atomic_load_explicit(&bi->expected, memory_order_relaxed) >
             atomic_load_explicit(&abar__ncpu_cache, memory_order_relaxed))
         return arrive_and_wait_general(b, last);
-    /* T = 1: a barrier of one, counted and released in one CAS */
-    if (atomic_load_explicit(&bi->expected, memory_order_relaxed) == 1 && abar__one_carry(bi)) {
-        if (last) *last = true;
-        return 0;
-    }
     const unsigned d = slot_push(h, bi);
-    if (atomic_load(&bi->inside) & ABAR__INSIDE_DEAD) { /* as enter(): seq_cst */
+    if (atomic_load(&bi->inside) & ABAR__INSIDE_DEAD) { /* as abar__enter: seq_cst */
         slot_pop(h, d);
         return arrive_and_wait_general(b, last); /* it waits for the destroy's verdict */
+    }
+    /* T = 1: a barrier of one, counted and released in one CAS (registered
+     * all the same: a destroy between our look at the barrier and the CAS
+     * must see us, since it leaves `state` as it is) */
+    if (atomic_load_explicit(&bi->expected, memory_order_relaxed) == 1 && abar__one_carry(bi)) {
+        slot_pop(h, d);
+        if (last) *last = true;
+        return 0;
     }
     uint64_t before, s;
     abar__prefetch_pair_add(bi);

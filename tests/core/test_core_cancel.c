@@ -474,7 +474,9 @@ TEST(destroy_while_completer_returns_is_safe)
 
 /* Destroy racing with a thread entering abar_wait (mode 0), or
  * abar_arrive_and_wait on a pair (mode 1: the pair's own path, which
- * registers, looks for destroy's mark and adds in one go): either destroy
+ * registers, looks for destroy's mark and adds in one go; mode 2 with a
+ * completion; mode 3 on a barrier of one, whose wait is its own CAS: it
+ * registers all the same, since destroy leaves `state` as it is): either destroy
  * says EBUSY (the waiter is counted, and returns once the phase completes),
  * or it returns 0 and the waiter must not block on the dead barrier (it
  * returns EINVAL).  A waiter that registers after destroy's check and then
@@ -514,7 +516,8 @@ static void race_rounds(int mode)
     for (int round = 1; now_ns() < t_end; round++) {
         /* mode 2: a completion function, so abar_arrive_and_wait takes the general path */
         abar_attr_t at = { mode == 2 ? noop_completion : NULL, NULL, POLICIES[round % 3] };
-        CHECK_EQ(abar_init(&race_bar, 2, &at), 0);
+        /* mode 3: a barrier of one (its arrive_and_wait is one CAS) */
+        CHECK_EQ(abar_init(&race_bar, mode == 3 ? 1 : 2, &at), 0);
         if (mode == 0) race_tok = abar_arrive(&race_bar);
         atomic_store(&race_ret, 0);
         atomic_store(&race_go, round);
@@ -524,6 +527,8 @@ static void race_rounds(int mode)
         atomic_store(&race_go2, round);
         for (volatile int spin = delay; spin > 0; spin--) {}
         int d = abar_destroy(&race_bar);
+        abar_t snap;
+        memcpy(&snap, &race_bar, sizeof snap); /* as destroy left it */
         if (d == EBUSY) {
             busy++;
             CHECK(tok_ok(abar_arrive(&race_bar)));
@@ -545,8 +550,15 @@ static void race_rounds(int mode)
             sched_yield();
         }
         int r = atomic_load(&race_ret) - 1000;
+        if (d == 0 && memcmp(&snap, &race_bar, sizeof snap) != 0) {
+            fprintf(stderr, "round %d: the barrier was written after abar_destroy returned 0 "
+                    "(the wait returned %d)\n", round, r);
+            _exit(1);
+        }
         if (d == EBUSY) CHECK_EQ(r, 0);
-        else if (r != EINVAL) {
+        else if (mode == 3 && r == 0) {
+            /* a barrier of one: the wait completed its phase before destroy */
+        } else if (r != EINVAL) {
             fprintf(stderr, "round %d: wait racing a successful destroy returned %d\n", round, r);
             _exit(1);
         }
@@ -560,5 +572,51 @@ static void race_rounds(int mode)
 TEST(destroy_racing_wait_entry_never_strands_waiter) { race_rounds(0); }
 TEST(destroy_racing_pair_arrive_and_wait_entry) { race_rounds(1); }
 TEST(destroy_racing_completion_pair_arrive_and_wait_entry) { race_rounds(2); }
+TEST(destroy_racing_arrive_and_wait_on_a_barrier_of_one) { race_rounds(3); }
+
+/* A thread looping abar_arrive_and_wait on a barrier of one (each call
+ * completes a phase alone), short pauses between calls, while another
+ * destroys it: destroy says EBUSY until it meets a pause, and once it has
+ * said 0, the loop's next call returns EINVAL and the barrier's memory is
+ * never written again.  (A barrier of one whose one-CAS path did not
+ * register let the CAS and its release land after destroy returned 0.) */
+static abar_t loop_bar;
+static _Atomic int loop_started;
+static void *one_loop(void *arg)
+{
+    (void)arg;
+    claim_hazard_record();
+    atomic_store(&loop_started, 1);
+    for (;;) {
+        int r = abar_arrive_and_wait(&loop_bar);
+        if (r != 0) return (void *)(intptr_t)r;
+        for (volatile int i = 0; i < 20000; i++) {}
+    }
+}
+TEST(destroy_racing_a_loop_on_a_barrier_of_one)
+{
+    int trials = 0, busy = 0;
+    for (uint64_t t_end = now_ns() + 2000000000u; now_ns() < t_end; trials++) {
+        CHECK_EQ(abar_init(&loop_bar, 1, NULL), 0);
+        atomic_store(&loop_started, 0);
+        pthread_t th;
+        pthread_create(&th, NULL, one_loop, NULL);
+        while (!atomic_load(&loop_started)) {}
+        for (volatile int i = 0; i < (trials % 16) * 100; i++) {}
+        int d;
+        while ((d = abar_destroy(&loop_bar)) == EBUSY) busy++;
+        CHECK_EQ(d, 0);
+        abar_t snap;
+        memcpy(&snap, &loop_bar, sizeof snap); /* as destroy left it */
+        void *ret;
+        pthread_join(th, &ret);
+        CHECK_EQ((int)(intptr_t)ret, EINVAL);
+        if (memcmp(&snap, &loop_bar, sizeof snap) != 0) {
+            fprintf(stderr, "trial %d: the barrier was written after abar_destroy returned 0\n", trials);
+            _exit(1);
+        }
+    }
+    printf("  %d destroys, EBUSY %d times before them\n", trials, busy);
+}
 
 int main(int argc, char **argv) { return harness_main(argc, argv); }
