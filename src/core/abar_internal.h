@@ -306,7 +306,7 @@ static inline uint64_t abar__bracket_phase(uint64_t lo, uint64_t after)
  * since p cannot be published without this arrival's release, or, for
  * FIRST, this arrival).  The carrier, which releases p, must be exact, and
  * so re-reads it before its release; a FIRST caller checks its token with
- * abar__ticket_first_checked. */
+ * abar__ticket_first_phase. */
 enum { ABAR__TICKET_FIRST, ABAR__TICKET_CARRIED, ABAR__TICKET_OTHER };
 static inline int abar__ticket_add(struct abar_impl *b, uint64_t *before, uint64_t *s)
 {
@@ -395,12 +395,9 @@ static inline abar_token_t abar__ticket_arrive(struct abar_impl *b, bool *last)
     return abar__ticket_slow(b, before, s, ident, last);
 }
 
-/* abar_arrive and abar_arrive_and_wait that also say whether this thread's
- * arrival completed the phase (exactly one thread a phase is told true):
- * PTHREAD_BARRIER_SERIAL_THREAD for the pthread interposer (src/pthread/). */
-abar_token_t abar__arrive_last(abar_t *b, bool *last);
-abar_token_t abar__arrive1(struct abar_impl *bi, bool *last); /* one arrival, bi live */
-int abar__arrive_and_wait_last(abar_t *b, bool *last);
+/* One arrival on a live barrier; `last` says whether it completed the
+ * phase (exactly one arrival a phase is told true). */
+abar_token_t abar__arrive1(struct abar_impl *bi, bool *last);
 
 /* hazard.c: per-thread announcements of the barrier a thread is blocked on */
 #define ABAR__HAZARD_DEPTH 4 /* nested waits (a wait in a signal handler, say) */

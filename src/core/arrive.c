@@ -265,8 +265,6 @@ void abar__publish(struct abar_impl *b, uint64_t p, bool parked)
     if (parked) abar__futex_wake_all(&r->futex, pshared);
 }
 
-abar_token_t abar__arrive_last(abar_t *b, bool *last) { return arrive(b, 1, false, last); }
-
 abar_token_t abar_arrive(abar_t *b)
 {
     bool last;

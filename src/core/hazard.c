@@ -107,7 +107,7 @@ static void hazard_forked(void)
 
 bool abar__hazard_any(const void *b)
 {
-    /* seq_cst loads: the other half of the Dekker pair with abar__hazard_enter */
+    /* seq_cst loads: the other half of the Dekker pair with abar__enter */
     for (struct abar__hazard *h = atomic_load(&records); h; h = h->next)
         for (int i = 0; i < ABAR__HAZARD_DEPTH; i++)
             if (atomic_load(&h->slot[i]) == b) return true;

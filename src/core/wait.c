@@ -243,17 +243,21 @@ static int wait_common(abar_t *b, abar_token_t t, const struct timespec *abstime
     if (t.id != bi->ident) return EINVAL;     /* another barrier's, or before a re-init */
     /* Completed already: decided on the release line alone.  acquire: pairs
      * with the completer's release store of phase. */
-    if (t.raw < atomic_load_explicit(&rel(bi)->phase, memory_order_acquire)) return 0;
+    const uint64_t done = atomic_load_explicit(&rel(bi)->phase, memory_order_acquire);
+    if (t.raw < done) return 0;
     uint64_t s;
     if (mode == WAIT_TEST) {
         int r = look(bi, t, &s);
         return r == EDEADLK || pending_result(r) ? EBUSY : r; /* never blocks */
     }
-    if (abar__completing) { /* rare: inside a completion, look for EDEADLK first */
+    /* Rare: inside a completion (look for EDEADLK first), or a token past
+     * the open phase (forged, or of a phase no arrival has reached: EINVAL
+     * at once, not after block()'s first spin). */
+    if (abar__completing || t.raw > done + 1) {
         int r = look(bi, t, &s);
         if (!pending_result(r)) return r;
     }
-    /* block() judges the token on its first look (forged, cancelled...). */
+    /* block() judges the token again on its looks (cancelled...). */
     return wait_registered(bi, t, abstime);
 }
 
@@ -299,8 +303,9 @@ static int arrive_and_wait_general(abar_t *b, bool *last);
 /* abar_arrive_and_wait on a private pair without a completion function
  * (ABAR__TICKET): the T = 2 critical path, from a waiter seeing its
  * release to its next add (docs/lab/where-time-goes.md), with no call and no frame in
- * its usual course: enter()'s hazard slot, the pair's add, the first spin,
- * leave().  Every other course is a tail call: the general path, having
+ * its usual course: the hazard slot (as abar__enter), the pair's add (or,
+ * on a barrier of one, abar__one_carry's CAS), the first spin, the slot
+ * cleared (as abar__leave).  Every other course is a tail call: the general path, having
  * touched nothing, where there is no hazard record yet or its slots are
  * full, waiters are told to park, the machine is oversubscribed (or not
  * yet counted), or a destroy has marked the barrier.  `last`, if not NULL,
@@ -391,5 +396,3 @@ static inline __attribute__((always_inline)) int arrive_and_wait_any(abar_t *b, 
 }
 
 int abar_arrive_and_wait(abar_t *b) { return arrive_and_wait_any(b, NULL); }
-
-int abar__arrive_and_wait_last(abar_t *b, bool *last) { return arrive_and_wait_any(b, last); }
