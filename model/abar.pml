@@ -1413,9 +1413,18 @@ nextphase:
         * slot_pop (leave).  Its PREFETCHW before the add
         * (abar__prefetch_pair_add), like lean_spin's, changes no value and
         * orders nothing: not modelled. */
+#if MUTANT == 6
+       /* bug 6: arrive_and_wait registers after its arrival */
+#else
+       if
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:379 */
+       :: else -> skip
+       fi;
+#endif
 #if PAIR
-       /* pair_arrive_and_wait on a barrier of one: abar__one_carry first,
-        * unregistered (destroy says EBUSY until its release is published) */
+       /* pair_arrive_and_wait on a barrier of one: abar__one_carry, once
+        * registered (destroy leaves `state` as it is: a CAS after a destroy
+        * that did not see us would succeed) */
        if
        :: op == OP_AW -> atomic { ACCESS; ok = (expected == 1) };
           if
@@ -1453,14 +1462,6 @@ nextphase:
        :: else -> skip
        fi;
 #endif
-#if MUTANT == 6
-       /* bug 6: arrive_and_wait registers after its arrival */
-#else
-       if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:379 */
-       :: else -> skip
-       fi;
-#endif
 retryarrival:
 #if FIX_ARRIVAL_PHASE
        /* abar_arrive and friends register for the call (arrive.c arrive) */
@@ -1480,7 +1481,8 @@ retryarrival:
        if :: r == EINVAL && EXTRA && !PAIR -> goto retryarrival :: else -> skip fi;
        goto arrivalmade;
 onedone:
-       /* nothing to wait for, nothing registered: on to the next phase */
+       /* nothing to wait for: slot_pop, on to the next phase */
+       leave();
        check_wait(tp, r, 0);
        k++; op = 0; tp = 0; timed = 0; cur = 0; s = 0; entered = 0; lst = 0; left = 0;
        goto nextphase;
