@@ -529,25 +529,26 @@ blockdone:
 inline enter()
 {
 #if PSHARED
-    atomic { ACCESS; inside++ };                         /* wait.c:231 */
+    /* abar__enter, counted: a CAS that never counts into a marked word;
+     * while destroy's mark is there, wait for its verdict */
+    do
+    :: atomic { ACCESS; !(inside & INSIDE_DEAD) -> inside++; entered = 1 }; break
+    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* destroyed: wrote nothing */
+       entered = 0; break
+    od
 #else
-    atomic { ACCESS; slot[_pid] = 1 };                   /* abar_internal.h:336, light fence 337 */
-#endif
+    atomic { ACCESS; slot[_pid] = 1 };                   /* abar__enter: slot_push, light fence */
     entered = 1;
     do
-    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* wait.c:236 */
-    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* wait.c:237: destroyed */
+    :: atomic { ACCESS; !(inside & INSIDE_DEAD) } -> break /* no destroy's mark */
+    :: atomic { (inside & INSIDE_DEAD) && dead } ->      /* destroyed */
        entered = 0; break
     od;
     if
-    :: !entered ->                                       /* wait.c:238 leave */
-#if PSHARED
-       atomic { inside-- }
-#else
-       slot[_pid] = 0
-#endif
+    :: !entered -> slot[_pid] = 0                         /* abar__leave */
     :: else -> skip
     fi
+#endif
 }
 
 /* leave, wait.c:248-256: after it this thread touches the barrier no more. */

@@ -464,21 +464,33 @@ static inline __attribute__((always_inline)) bool abar__enter(struct abar_impl *
     if (!(b->flags & ABAR_PSHARED) && (h = abar__hazard_mine()) && h->depth < ABAR__HAZARD_DEPTH) {
         (void)slot_push(h, b);
         *counted = false;
-    } else {
-        /* seq_cst RMW: totally ordered with destroy's CAS on the same word */
-        atomic_fetch_add(&b->inside, 1);
-        *counted = true;
-    }
-    /* A destroy has marked the barrier: wait for its verdict.  It either
-     * saw us (EBUSY, it clears the mark) or not (the barrier is dead). */
-    while (atomic_load(&b->inside) & ABAR__INSIDE_DEAD) {
-        if (atomic_load(&b->magic) != ABAR__MAGIC_LIVE) {
-            abar__leave(b, *counted);
-            return false;
+        /* A destroy has marked the barrier: wait for its verdict.  It
+         * either saw our slot (EBUSY, it clears the mark) or not (the
+         * barrier is dead: we wrote only our own slot). */
+        while (atomic_load(&b->inside) & ABAR__INSIDE_DEAD) {
+            if (atomic_load(&b->magic) != ABAR__MAGIC_LIVE) {
+                abar__leave(b, false);
+                return false;
+            }
+            abar__pause();
         }
-        abar__pause();
+        return true;
     }
-    return true;
+    /* Counted in `inside` (process-shared, or no slot left): a seq_cst CAS,
+     * totally ordered with destroy's CAS on the same word, that never
+     * counts us into a word a destroy has marked, so a call that a
+     * successful destroy did not see writes nothing. */
+    *counted = true;
+    uint32_t v = atomic_load_explicit(&b->inside, memory_order_relaxed);
+    for (;;) {
+        if (v & ABAR__INSIDE_DEAD) { /* wait for the verdict */
+            if (atomic_load(&b->magic) != ABAR__MAGIC_LIVE) return false;
+            abar__pause();
+            v = atomic_load(&b->inside);
+        } else if (atomic_compare_exchange_weak(&b->inside, &v, v + 1)) {
+            return true;
+        }
+    }
 }
 
 /* The end of abar__enter(): after it this thread touches b no more.  release: a

@@ -251,9 +251,10 @@ static int wait_common(abar_t *b, abar_token_t t, const struct timespec *abstime
         return r == EDEADLK || pending_result(r) ? EBUSY : r; /* never blocks */
     }
     /* Rare: inside a completion (look for EDEADLK first), or a token past
-     * the open phase (forged, or of a phase no arrival has reached: EINVAL
-     * at once, not after block()'s first spin). */
-    if (abar__completing || t.raw > done + 1) {
+     * the published phase (forged, of a phase no arrival has reached:
+     * EINVAL at once, not after block()'s first spin; or of the phase after
+     * one being published: the look says pending). */
+    if (abar__completing || t.raw > done) {
         int r = look(bi, t, &s);
         if (!pending_result(r)) return r;
     }

@@ -619,4 +619,44 @@ TEST(destroy_racing_a_loop_on_a_barrier_of_one)
     printf("  %d destroys, EBUSY %d times before them\n", trials, busy);
 }
 
+/* The same with a thread only arriving, in a loop, on a process-shared
+ * barrier of two (registered by counting itself in the barrier's own
+ * memory): once destroy has said 0, the barrier is never written again.
+ * (A registration by fetch-and-add counted a call that had looked at the
+ * barrier before the destroy into the destroyed barrier, then out.) */
+static _Atomic int arrive_stop;
+static void *arrive_loop(void *arg)
+{
+    (void)arg;
+    atomic_store(&loop_started, 1);
+    while (!atomic_load(&arrive_stop)) (void)abar_arrive(&loop_bar);
+    return NULL;
+}
+TEST(destroy_racing_arrivals_on_a_pshared_barrier)
+{
+    int trials = 0;
+    for (uint64_t t_end = now_ns() + 1000000000u; now_ns() < t_end; trials++) {
+        abar_attr_t at = { NULL, NULL, ABAR_PSHARED };
+        CHECK_EQ(abar_init(&loop_bar, 2, &at), 0);
+        atomic_store(&loop_started, 0);
+        atomic_store(&arrive_stop, 0);
+        pthread_t th;
+        pthread_create(&th, NULL, arrive_loop, NULL);
+        while (!atomic_load(&loop_started)) {}
+        int d;
+        while ((d = abar_destroy(&loop_bar)) == EBUSY) {}
+        CHECK_EQ(d, 0);
+        abar_t snap;
+        memcpy(&snap, &loop_bar, sizeof snap); /* as destroy left it */
+        for (volatile int i = 0; i < 20000; i++) {} /* the loop's calls go on, refused */
+        atomic_store(&arrive_stop, 1);
+        pthread_join(th, NULL);
+        if (memcmp(&snap, &loop_bar, sizeof snap) != 0) {
+            fprintf(stderr, "trial %d: the barrier was written after abar_destroy returned 0\n", trials);
+            _exit(1);
+        }
+    }
+    printf("  %d destroys under a loop of arrivals\n", trials);
+}
+
 int main(int argc, char **argv) { return harness_main(argc, argv); }
