@@ -472,6 +472,14 @@ TEST(destroy_while_completer_returns_is_safe)
 }
 #endif
 
+/* A copy of a barrier taken word by word with atomic loads: other threads
+ * may still read it (a failed CAS is a read; TSan counts it a write). */
+static void snapshot(abar_t *dst, abar_t *src)
+{
+    for (size_t i = 0; i < sizeof src->_private / sizeof src->_private[0]; i++)
+        dst->_private[i] = __atomic_load_n(&src->_private[i], __ATOMIC_RELAXED);
+}
+
 /* Destroy racing with a thread entering abar_wait (mode 0), or
  * abar_arrive_and_wait on a pair (mode 1: the pair's own path, which
  * registers, looks for destroy's mark and adds in one go; mode 2 with a
@@ -528,7 +536,7 @@ static void race_rounds(int mode)
         for (volatile int spin = delay; spin > 0; spin--) {}
         int d = abar_destroy(&race_bar);
         abar_t snap;
-        if (d == 0) memcpy(&snap, &race_bar, sizeof snap); /* as destroy left it: no call writes it now */
+        if (d == 0) snapshot(&snap, &race_bar); /* as destroy left it: no call writes it now */
         if (d == EBUSY) {
             busy++;
             CHECK(tok_ok(abar_arrive(&race_bar)));
@@ -607,7 +615,7 @@ TEST(destroy_racing_a_loop_on_a_barrier_of_one)
         while ((d = abar_destroy(&loop_bar)) == EBUSY) busy++;
         CHECK_EQ(d, 0);
         abar_t snap;
-        memcpy(&snap, &loop_bar, sizeof snap); /* as destroy left it */
+        snapshot(&snap, &loop_bar); /* as destroy left it */
         void *ret;
         pthread_join(th, &ret);
         CHECK_EQ((int)(intptr_t)ret, EINVAL);
@@ -647,7 +655,7 @@ TEST(destroy_racing_arrivals_on_a_pshared_barrier)
         while ((d = abar_destroy(&loop_bar)) == EBUSY) {}
         CHECK_EQ(d, 0);
         abar_t snap;
-        memcpy(&snap, &loop_bar, sizeof snap); /* as destroy left it */
+        snapshot(&snap, &loop_bar); /* as destroy left it */
         for (volatile int i = 0; i < 20000; i++) {} /* the loop's calls go on, refused */
         atomic_store(&arrive_stop, 1);
         pthread_join(th, NULL);
