@@ -544,7 +544,7 @@ static void race_rounds(int mode)
         } else {
             CHECK_EQ(d, 0);
             zero++;
-            delay = delay * 5 / 4 + 8;         /* it was not yet: destroy later */
+            if (delay < 1 << 20) delay = delay * 5 / 4 + 8; /* it was not yet: destroy later */
         }
         uint64_t t0 = now_ns();
         while (atomic_load(&race_ret) == 0) {
