@@ -1320,18 +1320,12 @@ inline cancel()
 /* abar_destroy, lifecycle.c */
 inline destroy()
 {
-    atomic { ACCESS; sread = state };                    /* lifecycle.c destroy: st */
+    atomic { ACCESS; sread = state };                    /* abar_destroy: the look at a glance */
     atomic { ACCESS; tmp = phase };
     if
     :: COMPLETING(sread) || STPH(sread) != LO(tmp) -> r = EBUSY
     :: else ->
-#if MUTANT != 21
-       if                                                /* a cancel between its two flags: */
-       :: (sread & CANC) -> atomic { ACCESS; (futex & FUT_CANC) } /* wait for its last write */
-       :: else -> skip
-       fi;
-#endif
-       atomic {                                          /* lifecycle.c:92 CAS 0 -> DEAD */
+       atomic {                                          /* CAS inside 0 -> DEAD */
            ACCESS;
            if
            :: inside == 0 -> inside = INSIDE_DEAD; ok = 1
@@ -1342,20 +1336,36 @@ inline destroy()
        :: !ok -> r = EBUSY
        :: else ->
 #if !PSHARED
-          /* lifecycle.c:96-97: the heavy fence (see enter), then the
-           * hazard slots (hazard.c:108-115, read as one step: a slot
-           * set after the scan passed it belongs to a waiter that then
-           * sees the mark, wait.c:236) */
+          /* the heavy fence (see enter), then the hazard slots (read as
+           * one step: a slot set after the scan passed it belongs to a
+           * waiter that then sees the mark) */
           atomic { ACCESS; i = 0; do :: i < NPROC && !slot[i] -> i++ :: else -> break od };
+          if :: i < NPROC -> ok = 0 :: else -> skip fi;
+          i = 0;
+#endif
+          /* the verdict, judged only now: state, then phase */
           if
-          :: i < NPROC -> atomic { ACCESS; inside = inside & ~INSIDE_DEAD }; r = EBUSY /* lifecycle.c:97-99 */
-          :: else ->
-#endif
-             atomic { ACCESS; dead = 1 }; r = 0          /* lifecycle.c:102 */
-#if !PSHARED
+          :: ok -> atomic { ACCESS; sread = state }; atomic { ACCESS; tmp = phase };
+             if :: COMPLETING(sread) || STPH(sread) != LO(tmp) -> ok = 0 :: else -> skip fi
+          :: else -> skip
           fi;
-          i = 0
+          if
+          :: !ok -> atomic { ACCESS; inside = inside & ~INSIDE_DEAD }; r = EBUSY
+          :: else ->
+#if MUTANT != 21
+             if                                          /* a cancel between its two flags: */
+             :: (sread & CANC) -> atomic { ACCESS; (futex & FUT_CANC) } /* wait for its last write */
+             :: else -> skip
+             fi;
 #endif
+             atomic {                                    /* CAS st -> st | FIN, then magic DEAD */
+                 ACCESS;
+                 if
+                 :: state == sread -> state = state | FIN; dead = 1; r = 0
+                 :: else -> inside = inside & ~INSIDE_DEAD; r = EBUSY
+                 fi
+             }
+          fi
        fi
     fi;
     tmp = 0; sread = 0; ok = 0
@@ -1414,18 +1424,10 @@ nextphase:
         * slot_pop (leave).  Its PREFETCHW before the add
         * (abar__prefetch_pair_add), like lean_spin's, changes no value and
         * orders nothing: not modelled. */
-#if MUTANT == 6
-       /* bug 6: arrive_and_wait registers after its arrival */
-#else
-       if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:379 */
-       :: else -> skip
-       fi;
-#endif
 #if PAIR
-       /* pair_arrive_and_wait on a barrier of one: abar__one_carry, once
-        * registered (destroy leaves `state` as it is: a CAS after a destroy
-        * that did not see us would succeed) */
+       /* pair_arrive_and_wait on a barrier of one: abar__one_carry first,
+        * unregistered (destroy says EBUSY until its release is published,
+        * and a destroy that said 0 changed the state last: the CAS fails) */
        if
        :: op == OP_AW -> atomic { ACCESS; ok = (expected == 1) };
           if
@@ -1463,6 +1465,14 @@ nextphase:
        :: else -> skip
        fi;
 #endif
+#if MUTANT == 6
+       /* bug 6: arrive_and_wait registers after its arrival */
+#else
+       if
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:379 */
+       :: else -> skip
+       fi;
+#endif
 retryarrival:
 #if FIX_ARRIVAL_PHASE
        /* abar_arrive and friends register for the call (arrive.c arrive) */
@@ -1482,8 +1492,7 @@ retryarrival:
        if :: r == EINVAL && EXTRA && !PAIR -> goto retryarrival :: else -> skip fi;
        goto arrivalmade;
 onedone:
-       /* nothing to wait for: slot_pop, on to the next phase */
-       leave();
+       /* nothing to wait for, nothing registered: on to the next phase */
        check_wait(tp, r, 0);
        k++; op = 0; tp = 0; timed = 0; cur = 0; s = 0; entered = 0; lst = 0; left = 0;
        goto nextphase;

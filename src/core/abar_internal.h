@@ -347,10 +347,11 @@ static inline int abar__ticket_add(struct abar_impl *b, uint64_t *before, uint64
 }
 
 /* A barrier of one in its usual state (phase p open, 1 pending, no flag):
- * one CAS completes p and opens p+1, then the release.  The caller is
- * registered (a destroy does not change `state`, so a CAS after a destroy
- * that did not see the caller would succeed).  False, having changed
- * nothing, in any other state. */
+ * one CAS completes p and opens p+1, then the release.  The caller need
+ * not be registered: until that release abar_destroy says EBUSY (the state
+ * names a phase not yet published), a destroy that said 0 set FINISHED in
+ * the state last (so the CAS fails), and nothing is touched after the
+ * release.  False, having changed nothing, in any other state. */
 static inline bool abar__one_carry(struct abar_impl *b)
 {
     /* acquire: pairs with the completers' release stores of phase */

@@ -115,6 +115,15 @@ int abar_destroy(abar_t *b)
     if (st & ST_CANCELLED)
         while (!(atomic_load_explicit(&rel(bi)->futex, memory_order_acquire) & ABAR__FUTEX_CANCELLED))
             abar__pause();
+    /* Last, the state itself, from the value judged: FINISHED (refused by
+     * every arrival).  A barrier of one's arrive_and_wait is one CAS that
+     * expects the state exactly and is not registered (abar__one_carry):
+     * one that came first changed the state, and we say EBUSY; one that
+     * comes later fails. */
+    if (!atomic_compare_exchange_strong(&bi->state, &st, st | ST_FINISHED)) {
+        atomic_fetch_and(&bi->inside, ~ABAR__INSIDE_DEAD); /* in use: as we were */
+        return EBUSY;
+    }
     atomic_store(&bi->magic, ABAR__MAGIC_DEAD); /* later calls: EINVAL */
     abar__tree_free(bi);
     return 0;
