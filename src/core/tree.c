@@ -286,11 +286,9 @@ abar_token_t abar__tree_arrive1(struct abar_impl *b, bool drop, bool *last)
                 if (atomic_compare_exchange_weak_explicit(&lv[i].w, &w, nw, memory_order_acq_rel,
                                                           memory_order_relaxed)) {
                     if (i != home) home_plus1 = i + 1; /* room was here: start here next time */
-                    if (lf_taken(nw) == lf_quota(nw)) {
-                        const int err = forward(b, lf_quota(nw), lf_drops(nw), last);
-                        if (err) return tok_error(err);
-                    }
-                    return tok_make(*last ? p : checked_phase(r, p), ident);
+                    const int err = lf_taken(nw) == lf_quota(nw) /* we filled it */
+                                        ? forward(b, lf_quota(nw), lf_drops(nw), last) : 0;
+                    return err ? tok_error(err) : tok_make(*last ? p : checked_phase(r, p), ident);
                 }
             }
         }
@@ -396,10 +394,7 @@ abar_token_t abar__tree_arrive_n(struct abar_impl *b, uint32_t n, bool *last)
             }
         }
         unlock_all(lv, held, nl);
-        if (units) {
-            const int err = forward(b, units, drops, last);
-            if (err) return tok_error(err);
-        }
-        return tok_make(*last ? p : checked_phase(r, p), ident);
+        const int err = units ? forward(b, units, drops, last) : 0;
+        return err ? tok_error(err) : tok_make(*last ? p : checked_phase(r, p), ident);
     }
 }
