@@ -7,8 +7,9 @@
 #       (as root, or through sudo), builds the benchmarks statically where
 #       possible (build-bench-device/) and stages them, with libomp.so.5
 #       (LLVM libomp has no static archive), in .carry/bin and .carry/lib
-#       (git-ignored), ready to travel; the labs (pairlab, quadlab, homelab)
-#       in .carry/labs.
+#       (git-ignored), ready to travel, with ring_bench and a build of the
+#       core on the portable wait backend (rows x-portable-*); the labs
+#       (pairlab, quadlab, homelab, wakelab) in .carry/labs.
 #   scripts/bench_device.sh run OUTDIR [abar-bench options]
 #       there: runs every staged binary (LD_LIBRARY_PATH=.carry/lib), merges the
 #       rows and writes OUTDIR/bench.csv, bench.txt, bench.png (python3 + matplotlib,
@@ -18,7 +19,8 @@
 #       them; the oversubscribed rows 2x and 4x the CPUs; the steal scenario
 #       (thieves taking ABAR_BENCH_STEAL_CPUS CPUs, default 2) a quarter,
 #       half, three quarters and all of the CPUs.  Every table says the
-#       steal the host itself showed while it ran.
+#       steal the host itself showed while it ran.  Then the teams, the
+#       ring (OUTDIR/ring.csv) and the labs.
 #
 # With the device tool, the README's table:
 #   run(carry=[".carry/bin", ".carry/lib", ".carry/COMMIT"], command="bash scripts/bench_device.sh run $OUT")
@@ -81,14 +83,30 @@ prepare)
     "$build/tree/bench/labs/homelab.c" \
     "$build/tree"/src/core/*.c -static -pthread -o "$root/.carry/labs/homelab" ||
     echo "homelab not built" >&2
-  # Variants of the core to measure (ABAR_BENCH_VARIANTS="name:patch.py ..."):
-  # each patch script edits a copy of src/core; its abar rows are renamed.
-  for v in ${ABAR_BENCH_VARIANTS:-}; do
+  # wakelab (bench/labs/wakelab.c): wake every parked thread at once, or a tree
+  gcc -O2 -std=gnu11 -I"$build/tree/bench/common" "$build/tree/bench/labs/wakelab.c" -static -pthread \
+    -o "$root/.carry/labs/wakelab" || echo "wakelab not built" >&2
+  # the ring's rows (bench/ring): abar_ring against ck_ring, a mutex/condvar
+  # queue and seed 002's form; the hand-off against a ping-pong
+  if cmake --build "$build/b" -j2 --target ring_bench >/dev/null 2>&1; then
+    cp "$build/b/bench/ring/ring_bench" "$root/.carry/bin/"
+  else
+    echo "ring_bench not built: no ring rows" >&2
+  fi
+  # Variants of the core to measure (ABAR_BENCH_VARIANTS="name:patch.py ..."
+  # or "name:-DOPTION=VALUE"): a patch script edits a copy of src/core, an
+  # option configures the copy's build; its abar rows are renamed x-name-*.
+  # The portable wait backend (-DABAR_WAIT=portable) is always one of them.
+  for v in portable:-DABAR_WAIT=portable ${ABAR_BENCH_VARIANTS:-}; do
     name=${v%%:*}; patch=${v#*:}
     rm -rf "$build/var-$name"; cp -r "$build/tree" "$build/var-$name"
-    python3 "$patch" "$build/var-$name/src/core"
+    varg=()
+    case $patch in
+      -D*) varg=("$patch") ;;
+      *) python3 "$patch" "$build/var-$name/src/core" ;;
+    esac
     cmake -S "$build/var-$name" -B "$build/var-$name/b" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
-      -DABAR_BENCH_VARIANT="x-$name" >/dev/null
+      -DABAR_BENCH_STATIC=ON -DABAR_BENCH_VARIANT="x-$name" "${varg[@]}" >/dev/null
     cmake --build "$build/var-$name/b" -j2 --target abar-bench >/dev/null
     cp "$build/var-$name/b/bench/core/abar-bench" "$root/.carry/bin/abar-bench-var-$name"
   done
@@ -121,7 +139,14 @@ run)
       echo "== $b $(nproc) ${ABAR_TEAM_ROUNDS:-7}"
       "$root/.carry/bin/$b" "$(nproc)" "${ABAR_TEAM_ROUNDS:-7}"
     done | tee "$out/team.txt"
+    if [ -x "$root/.carry/bin/ring_bench" ]; then
+      echo "== ring_bench -r 3"
+      "$root/.carry/bin/ring_bench" -r 3 | tee "$out/ring.csv" || echo "ring_bench FAILED (status $?)"
+    fi
     labs=$root/.carry/labs
+    if [ -x "$labs/wakelab" ]; then
+      "$labs/wakelab" "$(nproc)" 5 | tee "$out/wakelab.txt" || echo "wakelab FAILED"
+    fi
     if [ -x "$labs/pairlab" ]; then
       for pair in "0 1" "3 12"; do "$labs/pairlab" $pair 7; done | tee "$out/pairlab.txt"
     fi

@@ -305,8 +305,8 @@ static int arrive_and_wait_general(abar_t *b, bool *last);
  * (ABAR__TICKET): the T = 2 critical path, from a waiter seeing its
  * release to its next add (docs/lab/where-time-goes.md), with no call and no frame in
  * its usual course: the hazard slot (as abar__enter), the pair's add, the
- * first spin, the slot cleared (as abar__leave); on a barrier of one,
- * abar__one_carry's CAS alone.  Every other course is a tail call: the general path, having
+ * first spin, the slot cleared (as abar__leave); a barrier of one took
+ * abar__one_carry's CAS before (arrive_and_wait_any).  Every other course is a tail call: the general path, having
  * touched nothing, where there is no hazard record yet or its slots are
  * full, waiters are told to park, the machine is oversubscribed (or not
  * yet counted), or a destroy has marked the barrier.  `last`, if not NULL,
@@ -320,14 +320,6 @@ static inline __attribute__((always_inline)) int pair_arrive_and_wait(abar_t *b,
         atomic_load_explicit(&bi->expected, memory_order_relaxed) >
             atomic_load_explicit(&abar__ncpu_cache, memory_order_relaxed))
         return arrive_and_wait_general(b, last);
-    /* T = 1: a barrier of one, counted and released in one CAS, not
-     * registered: a destroy that returns 0 has changed `state` last (it
-     * sets FINISHED), so this CAS, which expects the state exactly, cannot
-     * succeed after it (abar_destroy) */
-    if (atomic_load_explicit(&bi->expected, memory_order_relaxed) == 1 && abar__one_carry(bi)) {
-        if (last) *last = true;
-        return 0;
-    }
     const unsigned d = slot_push(h, bi);
     if (atomic_load(&bi->inside) & ABAR__INSIDE_DEAD) { /* as abar__enter: seq_cst */
         slot_pop(h, d);
@@ -391,8 +383,19 @@ static __attribute__((noinline)) int arrive_and_wait_general(abar_t *b, bool *la
 static inline __attribute__((always_inline)) int arrive_and_wait_any(abar_t *b, bool *last)
 {
     struct abar_impl *bi = abar__live(b);
-    if (bi && (bi->flags & (ABAR__TICKET | ABAR_PSHARED)) == ABAR__TICKET)
+    if (bi && (bi->flags & (ABAR__TICKET | ABAR_PSHARED)) == ABAR__TICKET) {
+        /* T = 1: a barrier of one, counted and released in one CAS, not
+         * registered: a destroy that returns 0 has changed `state` last (it
+         * sets FINISHED), so this CAS, which expects the state exactly,
+         * cannot succeed after it (abar_destroy).  First, before the pair's
+         * checks, so that this course needs no frame.  relaxed: expected is
+         * written at init, and by a completer when drops change it. */
+        if (atomic_load_explicit(&bi->expected, memory_order_relaxed) == 1 && abar__one_carry(bi)) {
+            if (last) *last = true;
+            return 0;
+        }
         return pair_arrive_and_wait(b, bi, last);
+    }
     return arrive_and_wait_general(b, last);
 }
 
