@@ -89,8 +89,10 @@ static void phase(unsigned r)
         while (atomic_load(&L.gen) == g) futex(&L.gen, FUTEX_WAIT, g);
         atomic_fetch_sub(&L.sleepers, 1);
     } else {
+        /* the word holds the generation this rank was last released for
+         * (older than g where the last arrival was this rank) */
         atomic_store(&L.w[r].sleeping, 1);
-        while (atomic_load(&L.w[r].v) != g + 1) futex(&L.w[r].v, FUTEX_WAIT, g);
+        for (uint32_t seen; (seen = atomic_load(&L.w[r].v)) != g + 1;) futex(&L.w[r].v, FUTEX_WAIT, seen);
         atomic_store(&L.w[r].sleeping, 0);
         tree_children(r, g + 1);
     }

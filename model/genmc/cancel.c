@@ -11,6 +11,12 @@
  *   N=3             the pair (two waiters) and the canceller
  *   N=3 EXPECTED=3  a barrier of three that never completes (two waiters
  *                   and the canceller): the general path's release words
+ *   N=2 EXPECTED=2 DESTROY  one waiter on a pair that never completes; told
+ *                   ECANCELED, it destroys the barrier and initialises the
+ *                   memory again (plain writes, and atomic_init of the futex
+ *                   word), which races with the cancel's last write (the
+ *                   futex word's cancel bit) unless the destroy waited for
+ *                   it (abar_destroy's acquire, abar_cancel's release)
  */
 #include "client.h"
 
@@ -40,6 +46,11 @@ static void *thread(void *arg)
     } else {
         CHECK(r == ECANCELED);
         CHECK(before_cancel == 1);
+#ifdef DESTROY
+        CHECK(abar_destroy(&bar) == 0);
+        abar_attr_t attr = { NULL, NULL, FLAGS };
+        CHECK(abar_init(&bar, EXPECTED, &attr) == 0);
+#endif
     }
     return NULL;
 }
@@ -51,7 +62,12 @@ int main(void)
     CHECK(abar_init(&bar, EXPECTED, &attr) == 0);
     spawn_all(thread);
     join_all();
+#ifdef DESTROY
+    /* the waiter's fresh barrier: not cancelled */
+    CHECK(abar_phase(&bar) == 0);
+#else
     CHECK(abar_token_error(abar_arrive(&bar)) == ECANCELED);
+#endif
     CHECK(abar_destroy(&bar) == 0);
     return 0;
 }

@@ -10,6 +10,12 @@
  *
  *   N=2  the pair (the ticket path's hazard slot and carry)
  *   N=3  the general path
+ *   SPLIT  abar_arrive, then abar_wait: the wait registers after its
+ *          arrival, so its hazard slot store can be concurrent with the
+ *          destroy (the fence pair of abar__enter and abar_destroy), where
+ *          arrive_and_wait registers before its arrival is counted
+ *   FLAGS=ABAR_PSHARED|ABAR_WAIT_PARK  a process-shared barrier: waiters
+ *          count themselves in `inside` (abar__leave's release) instead
  */
 #include "client.h"
 
@@ -22,7 +28,13 @@ static void *thread(void *arg)
 {
     const int i = (int)(intptr_t)arg;
     data[i] = 1;
+#ifdef SPLIT
+    const abar_token_t t = abar_arrive(bar);
+    CHECK(abar_token_error(t) == 0);
+    CHECK(abar_wait(bar, t) == 0);
+#else
     CHECK(abar_arrive_and_wait(bar) == 0);
+#endif
     for (int j = 0; j < N; j++) CHECK(data[j] == 1);
     if (i == 0) {
         const int r = abar_destroy(bar);

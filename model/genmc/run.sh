@@ -3,11 +3,13 @@
 # prints one line per run: the verdict, the executions GenMC explored (and
 # those it found blocked), the time.  scripts/genmc.sh check runs it.
 #
-#   run.sh [-m "rc11 imm"] [-c CORE_DIR] [-q] [NAME...]
+#   run.sh [-m "rc11 imm"] [-c CORE_DIR] [-q] [-a] [NAME...]
 #
 # -m  the models (default both); -c  the core's sources to check (default
 #     src/core; mutants.sh passes a patched copy); -q  stop at the first
-#     failure and print only it (mutants.sh); NAME  only those clients.
+#     failure and print only it (mutants.sh); -a  the clients marked `slow`
+#     in clients.txt too (left out by default, so CI's stage stays short;
+#     a NAME runs whether slow or not); NAME  only those clients.
 # $GENMC is the binary, $GENMC_INCLUDE its headers (genmc.h), $CLANG and $OPT
 # those of the LLVM it was built with.  Exit 0 when every run passed.
 #
@@ -33,11 +35,13 @@ OPT=${OPT:-opt-15}
 MODELS="rc11 imm"
 CORE=$ROOT/src/core
 QUIET=0
-while getopts "m:c:q" o; do
+ALL=0
+while getopts "m:c:qa" o; do
     case $o in
         m) MODELS=$OPTARG ;;
         c) CORE=$OPTARG ;;
         q) QUIET=1 ;;
+        a) ALL=1 ;;
         *) exit 2 ;;
     esac
 done
@@ -57,11 +61,17 @@ pass=0
 while read -r name src knobs; do
     case $name in ''|'#'*) continue ;; esac
     [ "$ONLY" = "  " ] || [[ $ONLY == *" $name "* ]] || continue
-    # knobs: -D... for the compiler; genmc:OPT for GenMC (e.g. genmc:-unroll=8)
-    cflags= gopts=
+    # knobs: -D... for the compiler; genmc:OPT for GenMC (e.g. genmc:-unroll=8);
+    # slow: run only with -a or by name
+    cflags= gopts= slow=0
     for k in $knobs; do
-        case $k in genmc:*) gopts="$gopts ${k#genmc:}" ;; *) cflags="$cflags $k" ;; esac
+        case $k in
+            genmc:*) gopts="$gopts ${k#genmc:}" ;;
+            slow) slow=1 ;;
+            *) cflags="$cflags $k" ;;
+        esac
     done
+    [ $slow = 0 ] || [ $ALL = 1 ] || [ "$ONLY" != "  " ] || continue
     for m in $MODELS; do
         out=$TMP/$name.$m.out
         t0=$(date +%s.%N)
