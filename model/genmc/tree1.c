@@ -13,6 +13,11 @@
  *               of leaf 0; each thread fills a leaf and forwards it, and
  *               the later forward completes (a forward's acquire of the
  *               other forward's release)
+ *   CANCEL      expected 3, leaves of quota 2 and 1: main fills leaf 0;
+ *               thread 0 writes a plain word and cancels, thread 1 asks
+ *               for 2 units at once (abar_arrive_n) where one is left: it
+ *               is refused, with ECANCELED (then it sees thread 0's word)
+ *               or EINVAL, never counted
  *
  * Each thread writes a plain word, then arrive_and_wait; the completion
  * reads both words and writes its own, which both released threads read.
@@ -22,7 +27,10 @@
 #ifndef FORWARDS
 #define FORWARDS 1
 #endif
-#if FORWARDS == 1
+#if defined(CANCEL)
+#define EXPECTED 3
+#define MAIN_UNITS 2
+#elif FORWARDS == 1
 #define EXPECTED 4
 #define MAIN_UNITS 2
 #else
@@ -41,9 +49,24 @@ static void completion(void *arg)
     ran = 1;
 }
 
+#ifdef CANCEL
+static int before_cancel;
+#endif
+
 static void *thread(void *arg)
 {
     const int i = (int)(intptr_t)arg;
+#ifdef CANCEL
+    if (i == 0) {
+        before_cancel = 1;
+        CHECK(abar_cancel(&bar) == 0);
+    } else {
+        const int r = abar_token_error(abar_arrive_n(&bar, 2));
+        CHECK(r == ECANCELED || r == EINVAL);
+        if (r == ECANCELED) CHECK(before_cancel == 1);
+    }
+    return NULL;
+#endif
     data[i] = 1;
     CHECK(abar_arrive_and_wait(&bar) == 0);
     for (int j = 0; j < N; j++) CHECK(data[j] == 1);
@@ -65,8 +88,13 @@ int main(void)
     }
     spawn_all(thread);
     join_all();
+#ifdef CANCEL
+    for (int k = 0; k < MAIN_UNITS; k++) CHECK(abar_wait(&bar, mine[k]) == ECANCELED);
+    CHECK(abar_phase(&bar) == 0);
+#else
     for (int k = 0; k < MAIN_UNITS; k++) CHECK(abar_wait(&bar, mine[k]) == 0);
     CHECK(abar_phase(&bar) == 1);
+#endif
     CHECK(abar_destroy(&bar) == 0);
     return 0;
 }
