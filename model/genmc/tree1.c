@@ -13,6 +13,12 @@
  *               of leaf 0; each thread fills a leaf and forwards it, and
  *               the later forward completes (a forward's acquire of the
  *               other forward's release)
+ *   ARRIVE_N    expected 4, leaves of quota 2 and 2: main takes one unit
+ *               of leaf 0; thread 0 asks for 2 units at once (abar_arrive_n:
+ *               it locks both leaves), thread 1 arrives once.  Where thread
+ *               0 comes first it fills leaf 0 and takes one unit of leaf 1,
+ *               which thread 1 then fills: thread 0's writes reach the
+ *               completer through its lock CAS and unlock store on leaf 1
  *   CANCEL      expected 3, leaves of quota 2 and 1: main fills leaf 0;
  *               thread 0 writes a plain word and cancels, thread 1 asks
  *               for 2 units at once (abar_arrive_n) where one is left: it
@@ -27,7 +33,10 @@
 #ifndef FORWARDS
 #define FORWARDS 1
 #endif
-#if defined(CANCEL)
+#if defined(ARRIVE_N)
+#define EXPECTED 4
+#define MAIN_UNITS 1
+#elif defined(CANCEL)
 #define EXPECTED 3
 #define MAIN_UNITS 2
 #elif FORWARDS == 1
@@ -68,7 +77,14 @@ static void *thread(void *arg)
     return NULL;
 #endif
     data[i] = 1;
-    CHECK(abar_arrive_and_wait(&bar) == 0);
+#ifdef ARRIVE_N
+    if (i == 0) {
+        const abar_token_t t = abar_arrive_n(&bar, 2);
+        CHECK(abar_token_error(t) == 0);
+        CHECK(abar_wait(&bar, t) == 0);
+    } else
+#endif
+        CHECK(abar_arrive_and_wait(&bar) == 0);
     for (int j = 0; j < N; j++) CHECK(data[j] == 1);
     CHECK(ran == 1);
     return NULL;
