@@ -10,7 +10,9 @@
  *                FUTEX_WAKE after that change gives (the kernel's check of
  *                the value and its queueing are atomic with the wake).  A
  *                waiter whose word nobody changes blocks for good, and GenMC
- *                reports that (a lost wake-up).  A spurious return would
+ *                counts that execution as blocked, not as an error, unless
+ *                run with --check-liveness: a plain run does not report a
+ *                lost wake-up (docs/lab/genmc.md).  A spurious return would
  *                only run the caller's loop again, which re-reads every
  *                word; it is not modelled (it makes that loop unbounded).
  *   futex wake   nothing: the change of the word is the wake.
