@@ -113,16 +113,8 @@ int abar__ring_wait_done(struct ring_impl *ri, int side, uint64_t need, int mode
         if (w == ETIMEDOUT) { r = ETIMEDOUT; break; }
     }
 out:
-    /* release: our last access to the ring precedes destroy's read of 0.
-     * On a side of one thread whose rank has a shard of its own (as many
-     * shards as ranks), only this thread writes the count (a position is
-     * one thread's), so it leaves with a store: no read-modify-write on the
-     * way out of a wait, which is a hand-off's critical path. */
-    if ((side == FILL ? ri->consumers : ri->producers) == 1 && ri->nshards == ri->producers + ri->consumers)
-        atomic_store_explicit(&busy->n, atomic_load_explicit(&busy->n, memory_order_relaxed) - 1,
-                              memory_order_release);
-    else
-        atomic_fetch_sub_explicit(&busy->n, 1, memory_order_release);
+    /* release: our last access to the ring precedes destroy's read of 0. */
+    atomic_fetch_sub_explicit(&busy->n, 1, memory_order_release);
     if (r) return r;
 done:
     *seen = d;
