@@ -423,6 +423,13 @@ static void *hv_director(void *arg)
 /* Starts the thieves and their director: `cpus` CPUs-worth on average. */
 static inline void hv_start(double cpus)
 {
+    /* Forget the threads of earlier rows: the victims are the threads the
+     * row about to run pins (an OpenMP runtime keeps its pool's idle
+     * threads, pinned where an earlier, wider team put them, and a burst
+     * frozen on one of those took nothing from the row: libomp's rows at
+     * T < the CPUs ran as good as unstolen). */
+    for (unsigned i = 0; i < bench_ncpus; i++)
+        atomic_store_explicit(&steal_tid[bench_cpus[i]], 0, memory_order_relaxed);
     hv_n = bench_ncpus;
     hv_cpus = cpus;
     hv_t = aligned_alloc(64, hv_n * sizeof *hv_t);
