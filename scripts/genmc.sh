@@ -3,7 +3,8 @@
 # under RC11 (the C11 model) and IMM (the model that covers Arm and POWER).
 #
 #   scripts/genmc.sh build      build GenMC into the cache folder (below)
-#   scripts/genmc.sh check      run every client of model/genmc/ under RC11 and IMM
+#   scripts/genmc.sh check      run the clients of model/genmc/clients.txt under RC11
+#                               and IMM (-m rc11: one; -a: those marked slow too)
 #   scripts/genmc.sh mutants    weaken each atomic of src/core one step, in a
 #                               copy, and run the clients on every mutant
 #   scripts/genmc.sh available  exit 0 if a GenMC binary is there (CI asks this)
