@@ -27,14 +27,8 @@
 
 #include <limits.h>
 #include <linux/futex.h>
-#include <sys/syscall.h>
 
 #define TMAX_LAB 256
-
-static long futex(_Atomic uint32_t *w, int op, uint32_t v)
-{
-    return syscall(SYS_futex, (void *)w, op | FUTEX_PRIVATE_FLAG, v, NULL, NULL, 0);
-}
 
 struct word { _Atomic uint32_t v, sleeping; } __attribute__((aligned(64)));
 
@@ -55,7 +49,7 @@ static struct {
 static void tree_release(unsigned c, uint32_t g)
 {
     atomic_store(&L.w[c].v, g);
-    if (atomic_load(&L.w[c].sleeping)) futex(&L.w[c].v, FUTEX_WAKE, 1);
+    if (atomic_load(&L.w[c].sleeping)) hv_futex(&L.w[c].v, FUTEX_WAKE, 1);
 }
 
 static void tree_children(unsigned r, uint32_t g)
@@ -79,20 +73,20 @@ static void phase(unsigned r)
             return;
         }
         atomic_store(&L.gen, g + 1);
-        if (L.mode == 1 && atomic_load(&L.sleepers)) futex(&L.gen, FUTEX_WAKE, INT_MAX);
+        if (L.mode == 1 && atomic_load(&L.sleepers)) hv_futex(&L.gen, FUTEX_WAKE, INT_MAX);
         return;
     }
     if (L.mode == 0) {
         while (atomic_load_explicit(&L.gen, memory_order_acquire) == g) cpu_relax();
     } else if (L.mode == 1) {
         atomic_fetch_add(&L.sleepers, 1);
-        while (atomic_load(&L.gen) == g) futex(&L.gen, FUTEX_WAIT, g);
+        while (atomic_load(&L.gen) == g) hv_futex(&L.gen, FUTEX_WAIT, g);
         atomic_fetch_sub(&L.sleepers, 1);
     } else {
         /* the word holds the generation this rank was last released for
          * (older than g where the last arrival was this rank) */
         atomic_store(&L.w[r].sleeping, 1);
-        for (uint32_t seen; (seen = atomic_load(&L.w[r].v)) != g + 1;) futex(&L.w[r].v, FUTEX_WAIT, seen);
+        for (uint32_t seen; (seen = atomic_load(&L.w[r].v)) != g + 1;) hv_futex(&L.w[r].v, FUTEX_WAIT, seen);
         atomic_store(&L.w[r].sleeping, 0);
         tree_children(r, g + 1);
     }
@@ -126,12 +120,6 @@ static double measure(unsigned T, unsigned m, unsigned f, uint64_t n)
     const uint64_t t1 = now_ns();
     pthread_barrier_destroy(&L.start);
     return (double)(t1 - t0) / (double)n;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 int main(int argc, char **argv)
@@ -170,7 +158,7 @@ int main(int argc, char **argv)
         printf("%-6u", T);
         double med[8];
         for (int k = 0; k < nv; k++) {
-            qsort(r[k], (size_t)rounds, sizeof r[k][0], cmp_d);
+            qsort(r[k], (size_t)rounds, sizeof r[k][0], cmp_double);
             med[k] = r[k][rounds / 2];
             char cell[64];
             snprintf(cell, sizeof cell, "%.0f (%.0f-%.0f)", med[k], r[k][0], r[k][rounds - 1]);

@@ -384,12 +384,10 @@ static inline __attribute__((always_inline)) int arrive_and_wait_any(abar_t *b, 
 {
     struct abar_impl *bi = abar__live(b);
     if (bi && (bi->flags & (ABAR__TICKET | ABAR_PSHARED)) == ABAR__TICKET) {
-        /* T = 1: a barrier of one, counted and released in one CAS, not
-         * registered: a destroy that returns 0 has changed `state` last (it
-         * sets FINISHED), so this CAS, which expects the state exactly,
-         * cannot succeed after it (abar_destroy).  First, before the pair's
-         * checks, so that this course needs no frame.  relaxed: expected is
-         * written at init, and by a completer when drops change it. */
+        /* T = 1: one CAS, unregistered (a destroy that said 0 set FINISHED
+         * in `state` last, so the CAS fails after it), before the pair's
+         * hazard and policy loads.  relaxed: expected changes at init and
+         * by a completer when drops change it. */
         if (atomic_load_explicit(&bi->expected, memory_order_relaxed) == 1 && abar__one_carry(bi)) {
             if (last) *last = true;
             return 0;
