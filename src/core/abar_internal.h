@@ -526,6 +526,7 @@ int abar__futex_wait(_Atomic uint32_t *word, uint32_t val, bool pshared,
                      const struct timespec *abstime);
 uint64_t abar__spin_ns(void);
 uint64_t abar__spin_budget(const struct abar_impl *b, unsigned factor);
+uint64_t abar__spin_lean(const struct abar_impl *b);
 void abar__spin_parking(struct abar_impl *b);
 void abar__spin_learn(struct abar_impl *b);
 void abar__spin_woken(struct abar_impl *b);

@@ -75,6 +75,20 @@ uint64_t abar__spin_budget(const struct abar_impl *b, unsigned factor)
     return v < ABAR__SPIN_MAX_NS ? v : ABAR__SPIN_MAX_NS;
 }
 
+/* The budget while the host takes CPUs or phases stall for milliseconds
+ * (policy.c's park-soon stretch): as long as a park would cost the barrier,
+ * the recent wake-up time, and at most the base.  Spinning that long and
+ * then parking costs at most twice the better of the two, whatever the
+ * phase's length (the ski-rental rule), and leaves the vCPUs of a phase
+ * that stalls idle for the host to take: parking at once instead made every
+ * phase shorter than a wake-up pay one (docs/lab/steal.md). */
+uint64_t abar__spin_lean(const struct abar_impl *b)
+{
+    const uint64_t w = atomic_load_explicit(&b->wake_ns, memory_order_relaxed);
+    const uint64_t base = abar__spin_ns();
+    return w < base ? w : base;
+}
+
 /* A waiter is about to set PARKED (block()).  A barrier told to park at
  * once has no budget to adapt: nothing to note (nor to learn below). */
 void abar__spin_parking(struct abar_impl *b)

@@ -16,8 +16,9 @@
  *  - a sleeper released ABAR__STALL_NS or more after it parked: the phase
  *    stalled far longer than a wake-up, and its spin was wasted.
  * ABAR__SIGNS of them, each within ABAR__SIGN_WINDOW_NS of the last, start
- * a park-soon stretch: every waiter of every barrier of the process parks
- * after its first, lean spin (a few µs), for ABAR__CALM_NS.  When it ends,
+ * a park-soon stretch: every waiter of every barrier of the process spins
+ * only as long as a wake-up takes (futex.c abar__spin_lean: a few µs where
+ * wake-ups are fast) and parks, for ABAR__CALM_NS.  When it ends,
  * waiters spin again: where spinning pays again nothing brings the stretch
  * back; where the host still takes CPUs the signs come back within a few
  * phases and start a stretch twice as long (up to 32 times), so the tries

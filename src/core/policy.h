@@ -39,8 +39,9 @@ extern _Atomic uint64_t abar__calm_until;
 
 bool abar__park_soon_slow(void);
 
-/* Whether a waiter should skip its spin budget and park after its first
- * spin: inside a park-soon stretch.  relaxed: a hint. */
+/* Whether a waiter should spin only as long as a wake-up takes (futex.c
+ * abar__spin_lean) and then park: inside a park-soon stretch.  relaxed: a
+ * hint. */
 static inline bool abar__park_soon(void)
 {
     return atomic_load_explicit(&abar__calm_until, memory_order_relaxed) != 0 && abar__park_soon_slow();

@@ -113,15 +113,16 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
      * be woken in turn, so that once parked a barrier stays parked, every
      * phase as slow as a wake-up (measured: docs/lab/steal.md).  The budget
      * also grows while parks turn out short (abar__spin_budget).  relaxed:
-     * a hint.  None at all, but for a waiter told to spin, while the host
-     * takes CPUs or phases stall for milliseconds (policy.c): park after
-     * the first spin. */
+     * a hint.  While the host takes CPUs or phases stall for milliseconds
+     * (policy.c), a waiter not told to spin spins only as long as a park
+     * would cost, a wake-up (abar__spin_lean), and never longer for the
+     * woken. */
     const bool adapts = !oversubscribed && !(b->flags & (ABAR_WAIT_SPIN | ABAR_WAIT_PARK));
     const bool soon = adapts && abar__park_soon();
-    uint64_t budget = (b->flags & ABAR_WAIT_PARK) || soon
-                          ? 0
-                          : abar__spin_budget(b, atomic_load_explicit(&b->slept, memory_order_relaxed)
-                                                     ? ABAR__SLEPT_SPIN_FACTOR : 1);
+    uint64_t budget = (b->flags & ABAR_WAIT_PARK) ? 0
+                      : soon ? abar__spin_lean(b)
+                             : abar__spin_budget(b, atomic_load_explicit(&b->slept, memory_order_relaxed)
+                                                        ? ABAR__SLEPT_SPIN_FACTOR : 1);
     /* how fast this thread's phases go, for policy.c's check that parking
      * soon pays */
     if (adapts) abar__spin_phase(b, t.raw, soon);
@@ -160,7 +161,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
              * parking now would make this phase as slow as a wake-up too,
              * and the next, for good.  The budget restarts until the last
              * is back, within a bound.  relaxed: a hint. */
-            if (now - t0 < ABAR__WAKING_SPIN_NS &&
+            if (!soon && now - t0 < ABAR__WAKING_SPIN_NS &&
                 atomic_load_explicit(&b->asleep[(t.raw - 1) & 1], memory_order_relaxed))
                 t1 = now;
             /* Oversubscribed, park only once the others have each had a

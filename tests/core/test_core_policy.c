@@ -228,4 +228,57 @@ TEST(park_soon_stretch_must_pay)
     CHECK(atomic_load(&abar__calm_until) >= now + ABAR__CALM_NS);
 }
 
+/* Inside a park-soon stretch a waiter still spins as long as a wake-up
+ * takes (futex.c abar__spin_lean, at most the 50 µs base): a phase whose
+ * peer arrives 10 µs late is spun through, not parked for, once the first
+ * parks have measured a wake-up.  Parking at once, each such wait would
+ * sleep.  Each wait's sleep is seen as a voluntary context switch; waits
+ * whose peer came more than 20 µs late (a loaded machine preempted it) say
+ * nothing and are left out. */
+static _Atomic int lean_quit;
+static _Atomic uint64_t peer_at; /* when the peer last arrived */
+static void *busy_peer(void *arg)
+{
+    (void)arg;
+    while (!atomic_load_explicit(&lean_quit, memory_order_relaxed)) {
+        const uint64_t t0 = now_ns();
+        while (now_ns() - t0 < 10000u) {}
+        atomic_store_explicit(&peer_at, now_ns(), memory_order_relaxed);
+        CHECK_EQ(abar_arrive_and_wait(&sb), 0);
+    }
+    return NULL;
+}
+TEST(stretch_spins_as_long_as_a_wake_up)
+{
+    SKIP_IF(abar_ncpu() < 2, "one CPU: every wait of two is oversubscribed, and yields");
+    CHECK_EQ(abar_init(&sb, 2, NULL), 0);
+    /* a stretch for the whole test (white box: policy.c's own word) */
+    atomic_store(&abar__calm_until, abar__now_ns() + 60000000000ull);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, busy_peer, NULL), 0);
+    for (unsigned i = 0; i < 200; i++) CHECK_EQ(abar_arrive_and_wait(&sb), 0); /* wake-ups measured */
+    CHECK(abar__park_soon());
+    unsigned counted = 0, slept = 0;
+    for (unsigned i = 0; i < 2000; i++) {
+        struct rusage r0, r1;
+        CHECK_EQ(getrusage(RUSAGE_THREAD, &r0), 0);
+        const uint64_t t = now_ns();
+        CHECK_EQ(abar_arrive_and_wait(&sb), 0);
+        CHECK_EQ(getrusage(RUSAGE_THREAD, &r1), 0);
+        /* the peer's arrival is before the release our wait acquired */
+        const uint64_t late = atomic_load_explicit(&peer_at, memory_order_relaxed) - t;
+        if (late > 20000u) continue;
+        counted++;
+        slept += r1.ru_nvcsw != r0.ru_nvcsw;
+    }
+    atomic_store(&lean_quit, 1);
+    CHECK_EQ(abar_arrive_and_drop(&sb), 0); /* the peer's last wait completes */
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    if (counted < 200 || slept * 4 >= counted) {
+        fprintf(stderr, "inside a stretch, %u of %u waits for a peer under 20 us late slept\n", slept, counted);
+        _exit(1);
+    }
+    atomic_store(&abar__calm_until, 0);
+}
+
 int main(int argc, char **argv) { return harness_main(argc, argv); }
