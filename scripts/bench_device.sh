@@ -20,7 +20,9 @@
 #       (thieves taking ABAR_BENCH_STEAL_CPUS CPUs, default 2) a quarter,
 #       half, three quarters and all of the CPUs.  Every table says the
 #       steal the host itself showed while it ran.  Then the teams, the
-#       ring (OUTDIR/ring.csv) and the labs.
+#       ring (OUTDIR/ring.csv; ABAR_BENCH_RING=0 leaves it out) and the
+#       labs (those carried in .carry/labs).  The log says when each stage
+#       began.
 #
 # With the device tool, the README's table:
 #   run(carry=[".carry/bin", ".carry/lib", ".carry/COMMIT"], command="bash scripts/bench_device.sh run $OUT")
@@ -131,7 +133,10 @@ run)
     grep -m1 'model name' /proc/cpuinfo || true
     (command -v lscpu >/dev/null && lscpu | grep -E '^(CPU\(s\)|Thread|Core|Socket|NUMA node\(s\)|Model name|L[123])') || true
     for b in "$root"/.carry/bin/*; do echo "# $(basename "$b"): $(ldd "$b" 2>&1 | tr '\n' ' ' | cut -c1-200)"; done
+    stage() { echo "== [$(date -u +%T), ${SECONDS}s] $*"; }
+    stage "tables"
     bash "$root/bench/core/run_all.sh" --bin "$root/.carry/bin" --out "$out" "$@"
+    stage "teams"
     # teams at every CPU: one team of P = every CPU, clusters of 2 and of
     # teams of 8, against each runtime's parallel region and barrier
     for b in team-bench-gomp team-bench-llvm; do
@@ -139,10 +144,12 @@ run)
       echo "== $b $(nproc) ${ABAR_TEAM_ROUNDS:-7}"
       "$root/.carry/bin/$b" "$(nproc)" "${ABAR_TEAM_ROUNDS:-7}"
     done | tee "$out/team.txt"
-    if [ -x "$root/.carry/bin/ring_bench" ]; then
+    stage "ring"
+    if [ -x "$root/.carry/bin/ring_bench" ] && [ "${ABAR_BENCH_RING:-1}" != 0 ]; then
       echo "== ring_bench -r 3"
       "$root/.carry/bin/ring_bench" -r 3 | tee "$out/ring.csv" || echo "ring_bench FAILED (status $?)"
     fi
+    stage "labs"
     labs=$root/.carry/labs
     if [ -x "$labs/wakelab" ]; then
       "$labs/wakelab" "$(nproc)" 5 | tee "$out/wakelab.txt" || echo "wakelab FAILED"
@@ -156,6 +163,7 @@ run)
     if [ -x "$labs/homelab" ]; then
       { "$labs/homelab" 3 5; "$labs/homelab" 4 5; } | tee "$out/homelab.txt"
     fi
+    stage "done"
   } 2>&1 | tee "$out/log.txt"
   ;;
 *)
