@@ -34,7 +34,7 @@ else
 n=0
 for b in abar-bench abar-bench-omp-gomp abar-bench-omp-llvm; do
   if [ -x "$bin/$b" ]; then
-    echo "== $b ${args[*]:-}" >&2
+    echo "== [${SECONDS}s] $b ${args[*]:-}" >&2
     "$bin/$b" "${args[@]}" --csv "$tmp/$b.csv" >&2
     n=$((n + 1))
   else
@@ -52,7 +52,7 @@ omp_procs=${ABAR_BENCH_OMP_PROCS:-8}
 for b in abar-bench-omp-gomp abar-bench-omp-llvm; do
   [ -e "$tmp/$b.csv" ] && grep -q '^lat,' "$tmp/$b.csv" || continue
   for k in $(seq 2 "$omp_procs"); do
-    echo "== $b ${args[*]:-} --only lat (process $k of $omp_procs)" >&2
+    echo "== [${SECONDS}s] $b ${args[*]:-} --only lat (process $k of $omp_procs)" >&2
     "$bin/$b" "${args[@]}" --only lat --csv "$tmp/$b.lat$k.csv" >&2
   done
   [ "$omp_procs" -gt 1 ] || continue
@@ -87,7 +87,7 @@ for c in "$bin/libabar-pthread.so" "$bin/../lib/libabar-pthread.so" "$bin/../../
   [ -n "$plib" ] || { [ -e "$c" ] && plib=$c; }
 done
 if [ -x "$bin/abar-bench-pthread" ] && [ -n "$plib" ]; then
-  echo "== abar-bench-pthread, as it is and under LD_PRELOAD=$plib" >&2
+  echo "== [${SECONDS}s] abar-bench-pthread, as it is and under LD_PRELOAD=$plib" >&2
   "$bin/abar-bench-pthread" "${args[@]}" --tag pthread-dyn --csv "$tmp/pt-dyn.csv" >&2
   LD_PRELOAD=$plib "$bin/abar-bench-pthread" "${args[@]}" --tag pthread-abar --csv "$tmp/pt-abar.csv" >&2
 else
@@ -97,7 +97,7 @@ fi
 for v in "$bin"/abar-bench-var-*; do
   [ -x "$v" ] || continue
   b=$(basename "$v")
-  echo "== $b ${args[*]:-} --only ${ABAR_BENCH_VAR_ONLY:-lat}" >&2
+  echo "== [${SECONDS}s] $b ${args[*]:-} --only ${ABAR_BENCH_VAR_ONLY:-lat}" >&2
   "$v" "${args[@]}" --only "${ABAR_BENCH_VAR_ONLY:-lat}" --csv "$tmp/$b.csv" >&2
 done
 # runs of abar-bench under an environment (ABAR_BENCH_ENV_VARIANTS="name:VAR=VALUE ..."),
