@@ -759,12 +759,22 @@ static double best_of(const char *const *names, int bi, int ci)
 
 static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
+/* -m: a comma-separated list of rows (NULL: every row). */
+static int picked(const char *only, const char *name)
+{
+    if (only == NULL) return 1;
+    size_t n = strlen(name);
+    for (const char *p = only; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == only || p[-1] == ',') && (p[n] == '\0' || p[n] == ',')) return 1;
+    return 0;
+}
+
 static void usage(const char *p)
 {
     fprintf(stderr,
             "usage: %s [-r rounds] [-n items64] [-N items4k] [-s stages] [-l iters] [-p 0|1]\n"
             "          [-T] (throughput only) [-L] (latency only)\n"
-            "          [-c consumers] [-b bytes] [-m impl]: run only these\n"
+            "          [-c consumers] [-b bytes] [-m impl,...]: run only these\n"
             "          [-t seconds]: target length of a throughput round (items capped to fit)\n"
             "          [-A name]: the name the abar_ring rows carry\n", p);
     exit(2);
@@ -808,12 +818,13 @@ int main(int argc, char **argv)
     static const size_t sizes[2] = { 64, 4096 };
     static const unsigned cons[3] = { 1, 3, 8 };
     double v[64];
+    static double lv[8][64];                  /* latency rows, round by round */
     if (do_t) {
         for (int bi = 0; bi < 2; bi++)
             for (int ci = 0; ci < 3; ci++)
                 for (size_t m = 0; m < NIMPL; m++) {
                     if ((only_c && (unsigned)only_c != cons[ci]) || (only_b && (size_t)only_b != sizes[bi]) ||
-                        (only_m && strcmp(only_m, impls[m].name) != 0))
+                        !picked(only_m, impls[m].name))
                         continue;
                     struct cfg c = { sizes[bi], cons[ci], (unsigned)stages,
                                      bi == 0 ? items64 : items4k };
@@ -846,10 +857,17 @@ int main(int argc, char **argv)
     };
     int nlat = (int)(sizeof lats / sizeof lats[0]);
     if (do_l) {
+        /* round by round, every row in turn: drift hits them alike */
+        for (int r = 0; r < rounds; r++)
+            for (int m = 0; m < nlat; m++) {
+                if (!picked(only_m, lats[m].name)) continue;
+                long it = strcmp(lats[m].name, "mutex_cv") == 0 ? liters / 10 : liters;
+                lv[m][r] = bench_lat(lats[m].a, lats[m].b, it);
+            }
         for (int m = 0; m < nlat; m++) {
-            if (only_m && strcmp(only_m, lats[m].name) != 0) continue;
+            if (!picked(only_m, lats[m].name)) continue;
             long it = strcmp(lats[m].name, "mutex_cv") == 0 ? liters / 10 : liters;
-            for (int r = 0; r < rounds; r++) v[r] = bench_lat(lats[m].a, lats[m].b, it);
+            memcpy(v, lv[m], (size_t)rounds * sizeof *v);     /* lv keeps the round order */
             struct stat3 s = stats(v, rounds);
             lat[m] = s.med;
             printf("latency,%s,2,0,%.1f,%.1f,%.1f,%d,%ld,ns/handoff,\n", lats[m].name, s.med,
@@ -881,9 +899,19 @@ int main(int argc, char **argv)
                    ratio(tput[0][bi][2], best_of(any, bi, 2)));
 #endif
     }
-    if (do_l)
+    if (do_l) {
         printf("# %s hand-off / pingpong: %.2fx (target <= 1.1x), / pingpong_yield: %.2fx\n",
                ring_name, ratio(lat[2], lat[0]), ratio(lat[2], lat[1]));
+        /* each round's ring over the ping-pong run just before it: where the
+         * two threads' CPUs change between processes or rounds (a VM), the
+         * pairs still share them */
+        if (lat[0] > 0 && lat[2] > 0) {
+            for (int r = 0; r < rounds; r++) v[r] = ratio(lv[2][r], lv[0][r]);
+            struct stat3 s = stats(v, rounds);
+            printf("# %s hand-off / pingpong, round by round: median %.2fx (%.2f-%.2f)\n",
+                   ring_name, s.med, s.min, s.max);
+        }
+    }
     if (errors) {
         printf("# ERRORS: %ld wrong values or failed calls\n", (long)errors);
         return 1;

@@ -21,13 +21,17 @@
  * word it waits on (ring_rank.seen), so while the peer is ahead a take reads
  * nothing the peer writes.
  *
- * Giving.  A side of one thread (P = 1 or C = 1): its done word is also its
- * rank's step count; a give checks it (the rank's own writes) and stores the
- * next step with release - no read-modify-write.  A side of several threads:
- * each rank's step count lives in its ring_rank line, and a give claims the
- * step with one CAS (so of the copies of a position one counts and every
- * other is refused, EINVAL), then counts its arrival on the slot (arrivals,
- * a fetch_add); the arrival that completes the slot's phase stores done.
+ * Giving.  Each rank's step count lives in its ring_rank line, which no
+ * other thread reads: every call checks the position against it there, not
+ * against the done word, whose line the other side polls (a load of that
+ * line on the way to the store of done cost the hand-off as much as a
+ * second cache-line transfer: docs/lab/where-time-goes.md).  A side of one
+ * thread (P = 1 or C = 1): a give stores the next step in its rank line,
+ * then in done with release - no read-modify-write.  A side of several
+ * threads: a give claims the step with one CAS on its rank's count (so of
+ * the copies of a position one counts and every other is refused, EINVAL),
+ * then counts its arrival on the slot (arrivals, a fetch_add); the arrival
+ * that completes the slot's phase stores done.
  *
  * Parking.  A waiter polls its done word, then parks in the side's bell, a
  * core barrier expecting 1 arrival: it reads the bell's phase, counts itself
@@ -89,7 +93,7 @@ struct ring_done {
 
 /* One rank's lines: only its thread writes them. */
 struct ring_rank {
-    _Atomic uint64_t step;          /* steps given (sides of several threads) */
+    _Atomic uint64_t step;          /* steps given by this rank */
     _Atomic uint64_t seen;          /* last value read of the done word it waits on */
     char pad[RING_APART - 2 * sizeof(uint64_t)];
 };
@@ -171,10 +175,9 @@ static inline uint64_t pos_step(const struct ring_impl *ri, const abar_ring_pos_
 /* The side a position gives (FILL for producers) and its thread count. */
 static inline int pos_gives(uint32_t side) { return side == POS_PRODUCER ? FILL : FREE; }
 
-/* The word holding the step count of the position's rank: the side's done
- * word where the side has one thread, else the rank's own.  NULL if the
- * position is not one of this ring's, of this side, at its rank's current
- * step (a stale copy). */
+/* The word holding the step count of the position's rank (in the rank's
+ * own line).  NULL if the position is not one of this ring's, of this side,
+ * at its rank's current step (a stale copy). */
 static inline _Atomic uint64_t *pos_ok(const struct ring_impl *ri, const abar_ring_pos_t *pos,
                                        uint32_t side)
 {
@@ -182,8 +185,7 @@ static inline _Atomic uint64_t *pos_ok(const struct ring_impl *ri, const abar_ri
     if (pos == NULL || pos->_ring != ri->ident || (pos->_state & POS_SIDE) != side ||
         pos->index >= ri->stages || pos->_shard >= ri->nshards || pos->rank >= n)
         return NULL;
-    _Atomic uint64_t *w = n == 1 ? &ri->done[pos_gives(side)].done
-                                 : &ri->rank[(side == POS_PRODUCER ? 0 : ri->producers) + pos->rank].step;
+    _Atomic uint64_t *w = &ri->rank[(side == POS_PRODUCER ? 0 : ri->producers) + pos->rank].step;
     /* relaxed: the rank's own count (its thread wrote it last); a copy used
      * in another thread is misuse, refused here or by give's CAS. */
     if (atomic_load_explicit(w, memory_order_relaxed) != pos_step(ri, pos)) return NULL;

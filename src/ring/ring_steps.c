@@ -164,11 +164,13 @@ static int give(abar_ring_t *ring, abar_ring_pos_t *pos, unsigned side)
     const uint32_t n = side == POS_PRODUCER ? ri->producers : ri->consumers;
     uint64_t step = pos_step(ri, pos);
     if (n == 1) {
-        /* One thread on this side: its step count is the side's done word
-         * (pos_ok checked it).  release: a producer's writes to the slot
-         * reach every consumer that reads done past this step; a consumer's
-         * reads of it happen before the producer that does overwrites it. */
-        atomic_store_explicit(w, step + 1, memory_order_release);
+        /* One thread on this side: its rank's count (pos_ok checked it)
+         * equals the side's done word.  relaxed: the rank's own count.
+         * release: a producer's writes to the slot reach every consumer
+         * that reads done past this step; a consumer's reads of it happen
+         * before the producer that does overwrites it. */
+        atomic_store_explicit(w, step + 1, memory_order_relaxed);
+        atomic_store_explicit(&ri->done[g].done, step + 1, memory_order_release);
     } else {
         /* Claim the rank's step: of the copies of this position, one gives
          * (ring_internal.h).  relaxed: the claim orders nothing; the
