@@ -14,6 +14,12 @@
  *   proto_same  proto, the free word in the fill word's line
  *   proto_late  proto, the consumer's release stored only at its next
  *               wait (after the commit it gates has gone out)
+ *   proto_chk   proto, each of the four steps first reading the word its
+ *               side gives (the fill word for the producer, the free word
+ *               for the consumer), as a ring that kept a side's step count
+ *               in its progress word did to check a position
+ *   proto_own   proto_chk, the count read from a word of the thread's own
+ *               line instead, and stored there by each give
  *
  * Build: cc -O2 -std=c11 -D_GNU_SOURCE -pthread bench/labs/ringlab.c -o ringlab
  * Run:   ./ringlab [ROUNDS] [CPU_A CPU_B]
@@ -49,15 +55,26 @@ static void pin(int cpu)
     pthread_setaffinity_np(pthread_self(), sizeof s, &s);
 }
 
-enum { PP, FILL, FILL_REL, PROTO, PROTO_SAME, PROTO_LATE, NV };
+enum { PP, FILL, FILL_REL, PROTO, PROTO_SAME, PROTO_LATE, PROTO_CHK, PROTO_OWN, NV };
 static const char *const names[NV] = { "pingpong", "fill", "fill_rel", "proto", "proto_same",
-                                       "proto_late" };
+                                       "proto_late", "proto_chk", "proto_own" };
 
 /* Each word on its own 128-byte block, unless proto_same. */
 struct mem {
     _Alignas(128) _Atomic uint64_t w[4][16];
 };
 struct ring { _Atomic uint64_t *fill, *free; };
+/* proto_own: each thread's counts, one 128-byte block each */
+static _Alignas(128) _Atomic uint64_t own[2][16];
+
+/* proto_chk / proto_own: a step's check of the side's count (a misused
+ * position would be refused here); the lab only counts the mismatches. */
+static _Atomic long bad;
+static inline void chk(int v, _Atomic uint64_t *w, _Atomic uint64_t *o, uint64_t want)
+{
+    if (v == PROTO_CHK && atomic_load_explicit(w, memory_order_relaxed) != want) bad++;
+    if (v == PROTO_OWN && atomic_load_explicit(o, memory_order_relaxed) != want) bad++;
+}
 struct lab { int v; long iters; int cpu[2]; struct ring r1, r2; pthread_barrier_t go; uint64_t t[2][2]; };
 
 #define STAGES 2
@@ -90,18 +107,26 @@ static void side(const struct lab *L, const struct ring *out, const struct ring 
     /* A: commit step 0 first; then per item: acquire out (step s), wait in,
      * commit out, release in.  B: the same without the first commit. */
     uint64_t s = 0, c = 0;  /* produced, consumed steps */
-    if (a) { atomic_store_explicit(out->fill, 1, memory_order_release); s = 1; }
+    _Atomic uint64_t *po = &own[!a][0], *co = &own[!a][8];  /* this thread's producer, consumer counts */
+    atomic_store_explicit(po, 0, memory_order_relaxed);
+    atomic_store_explicit(co, 0, memory_order_relaxed);
+    if (a) { atomic_store_explicit(out->fill, 1, memory_order_release); s = 1; atomic_store_explicit(po, 1, memory_order_relaxed); }
     for (long i = a; i < n + a; i++) {
+        if (i < n) chk(v, out->fill, po, s);
         if (v >= PROTO && s + 1 > STAGES && pseen < s + 1 - STAGES)
             spin_ge(out->free, s + 1 - STAGES, &pseen);
         if (v == PROTO_LATE && late) atomic_store_explicit(in->free, late, memory_order_release);
-        if (i < n || !a) {
-            if (cseen < c + 1) spin_ge(in->fill, c + 1, &cseen);
-        } else {
-            spin_ge(in->fill, c + 1, &cseen);
+        chk(v, in->free, co, c);
+        if (cseen < c + 1) spin_ge(in->fill, c + 1, &cseen);
+        if (i < n) {
+            chk(v, out->fill, po, s);
+            if (v == PROTO_OWN) atomic_store_explicit(po, s + 1, memory_order_relaxed);
+            atomic_store_explicit(out->fill, s + 1, memory_order_release);
+            s++;
         }
-        if (i < n) { atomic_store_explicit(out->fill, s + 1, memory_order_release); s++; }
+        chk(v, in->free, co, c);
         c++;
+        if (v == PROTO_OWN) atomic_store_explicit(co, c, memory_order_relaxed);
         if (v == PROTO_LATE) late = c;
         else if (v >= FILL_REL) atomic_store_explicit(in->free, c, memory_order_release);
     }
@@ -162,5 +187,6 @@ int main(int argc, char **argv)
         printf("%-11s %7.1f %7.1f %7.1f %6.2fx\n", names[v], r[v][0], r[v][rounds / 2],
                r[v][rounds - 1], r[v][rounds / 2] / r[PP][rounds / 2]);
     }
-    return 0;
+    if (bad) printf("# %ld checks failed (a bug in the lab)\n", (long)bad);
+    return bad != 0;
 }
