@@ -20,6 +20,10 @@
  *               in its progress word did to check a position
  *   proto_own   proto_chk, the count read from a word of the thread's own
  *               line instead, and stored there by each give
+ *   own_wake    proto_own, each give then reading a sleeper count in the
+ *               line of the word it stored (the ring's check for parked
+ *               waiters)
+ *   own_wake2   own_wake, the sleeper count on a line of its own
  *
  * Build: cc -O2 -std=c11 -D_GNU_SOURCE -pthread bench/labs/ringlab.c -o ringlab
  * Run:   ./ringlab [ROUNDS] [CPU_A CPU_B]
@@ -55,15 +59,16 @@ static void pin(int cpu)
     pthread_setaffinity_np(pthread_self(), sizeof s, &s);
 }
 
-enum { PP, FILL, FILL_REL, PROTO, PROTO_SAME, PROTO_LATE, PROTO_CHK, PROTO_OWN, NV };
+enum { PP, FILL, FILL_REL, PROTO, PROTO_SAME, PROTO_LATE, PROTO_CHK, PROTO_OWN, OWN_WAKE, OWN_WAKE2, NV };
 static const char *const names[NV] = { "pingpong", "fill", "fill_rel", "proto", "proto_same",
-                                       "proto_late", "proto_chk", "proto_own" };
+                                       "proto_late", "proto_chk", "proto_own", "own_wake", "own_wake2" };
 
 /* Each word on its own 128-byte block, unless proto_same. */
 struct mem {
     _Alignas(128) _Atomic uint64_t w[4][16];
+    _Alignas(128) _Atomic uint64_t s[4][16];   /* own_wake2's sleeper counts */
 };
-struct ring { _Atomic uint64_t *fill, *free; };
+struct ring { _Atomic uint64_t *fill, *free, *fsleep, *rsleep; };
 /* proto_own: each thread's counts, one 128-byte block each */
 static _Alignas(128) _Atomic uint64_t own[2][16];
 
@@ -73,7 +78,7 @@ static _Atomic long bad;
 static inline void chk(int v, _Atomic uint64_t *w, _Atomic uint64_t *o, uint64_t want)
 {
     if (v == PROTO_CHK && atomic_load_explicit(w, memory_order_relaxed) != want) bad++;
-    if (v == PROTO_OWN && atomic_load_explicit(o, memory_order_relaxed) != want) bad++;
+    if (v >= PROTO_OWN && atomic_load_explicit(o, memory_order_relaxed) != want) bad++;
 }
 struct lab { int v; long iters; int cpu[2]; struct ring r1, r2; pthread_barrier_t go; uint64_t t[2][2]; };
 
@@ -120,15 +125,17 @@ static void side(const struct lab *L, const struct ring *out, const struct ring 
         if (cseen < c + 1) spin_ge(in->fill, c + 1, &cseen);
         if (i < n) {
             chk(v, out->fill, po, s);
-            if (v == PROTO_OWN) atomic_store_explicit(po, s + 1, memory_order_relaxed);
+            if (v >= PROTO_OWN) atomic_store_explicit(po, s + 1, memory_order_relaxed);
             atomic_store_explicit(out->fill, s + 1, memory_order_release);
+            if (v >= OWN_WAKE && atomic_load_explicit(out->fsleep, memory_order_relaxed)) bad++;
             s++;
         }
         chk(v, in->free, co, c);
         c++;
-        if (v == PROTO_OWN) atomic_store_explicit(co, c, memory_order_relaxed);
+        if (v >= PROTO_OWN) atomic_store_explicit(co, c, memory_order_relaxed);
         if (v == PROTO_LATE) late = c;
         else if (v >= FILL_REL) atomic_store_explicit(in->free, c, memory_order_release);
+        if (v >= OWN_WAKE && atomic_load_explicit(in->rsleep, memory_order_relaxed)) bad++;
     }
 }
 
@@ -150,8 +157,12 @@ static double measure(int v, long iters, int c0, int c1)
     struct mem *m = aligned_alloc(128, sizeof *m);
     memset(m, 0, sizeof *m);
     struct lab L = { .v = v, .iters = iters, .cpu = { c0, c1 } };
-    L.r1 = (struct ring){ &m->w[0][0], v == PROTO_SAME ? &m->w[0][8] : &m->w[1][0] };
-    L.r2 = (struct ring){ &m->w[2][0], v == PROTO_SAME ? &m->w[2][8] : &m->w[3][0] };
+    L.r1 = (struct ring){ &m->w[0][0], v == PROTO_SAME ? &m->w[0][8] : &m->w[1][0], &m->w[0][1], &m->w[1][1] };
+    L.r2 = (struct ring){ &m->w[2][0], v == PROTO_SAME ? &m->w[2][8] : &m->w[3][0], &m->w[2][1], &m->w[3][1] };
+    if (v == OWN_WAKE2) {
+        L.r1.fsleep = &m->s[0][0]; L.r1.rsleep = &m->s[1][0];
+        L.r2.fsleep = &m->s[2][0]; L.r2.rsleep = &m->s[3][0];
+    }
     pthread_barrier_init(&L.go, NULL, 2);
     void *arg[2][2] = { { &L, (void *)1 }, { &L, (void *)0 } };
     pthread_t th[2];

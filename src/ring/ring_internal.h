@@ -83,12 +83,17 @@ struct ring_busy {
 /* One side's progress (see above) and its sleepers.  Written by the side's
  * completers (done) and by parking waiters of the other side (sleepers).
  * Two lines each (RING_APART), as the rank lines: x86 fetches lines in
- * pairs, so a neighbour one line away would still bounce with it. */
+ * pairs, so a neighbour one line away would still bounce with it.  The
+ * sleeper count has its own: a giver reads it right after storing done,
+ * and a read of the line the other side polls costs the hand-off time
+ * (docs/lab/where-time-goes.md); its own line stays shared, unwritten while
+ * no one parks. */
 #define RING_APART 128
 struct ring_done {
     _Atomic uint64_t done;
+    char pad[RING_APART - sizeof(uint64_t)];
     _Atomic uint32_t sleepers;      /* waiters parked or parking on this word */
-    char pad[RING_APART - sizeof(uint64_t) - sizeof(uint32_t)];
+    char pad2[RING_APART - sizeof(uint32_t)];
 };
 
 /* One rank's lines: only its thread writes them. */
