@@ -93,12 +93,14 @@ if [ -x "$bin/abar-bench-pthread" ] && [ -n "$plib" ]; then
 else
   echo "== abar-bench-pthread or libabar-pthread.so not found: no drop-in (LD_PRELOAD) rows" >&2
 fi
-# experimental builds against variants of src/ (scripts/bench_device.sh): abar rows only
+# experimental builds against variants of src/ (scripts/bench_device.sh): abar rows only,
+# the scenarios ABAR_BENCH_VAR_ONLY names (lat), latency rows from T = ABAR_BENCH_VAR_LAT_MIN
 for v in "$bin"/abar-bench-var-*; do
   [ -x "$v" ] || continue
   b=$(basename "$v")
   echo "== [${SECONDS}s] $b ${args[*]:-} --only ${ABAR_BENCH_VAR_ONLY:-lat}" >&2
-  "$v" "${args[@]}" --only "${ABAR_BENCH_VAR_ONLY:-lat}" --csv "$tmp/$b.csv" >&2
+  ABAR_BENCH_LAT_MIN=${ABAR_BENCH_VAR_LAT_MIN:-1} "$v" "${args[@]}" --only "${ABAR_BENCH_VAR_ONLY:-lat}" \
+    --csv "$tmp/$b.csv" >&2
 done
 # runs of abar-bench under an environment (ABAR_BENCH_ENV_VARIANTS="name:VAR=VALUE ..."),
 # e.g. spin200us:ABAR_SPIN_NS=200000: abar rows only, named x-NAME-*
