@@ -68,6 +68,7 @@ uint64_t abar__spin_ns(void)
 uint64_t abar__spin_budget(const struct abar_impl *b, unsigned factor)
 {
     const uint64_t base = abar__spin_ns() * factor;
+    if (base == 0) return 0; /* ABAR_SPIN_NS=0: park at once, whatever was measured */
     if (base >= ABAR__SPIN_MAX_NS) return base;
     uint64_t v = base << atomic_load_explicit(&b->spin_shift, memory_order_relaxed);
     const uint64_t w = atomic_load_explicit(&b->wake_ns, memory_order_relaxed);

@@ -11,7 +11,16 @@
 
 static bool bad_time(const struct timespec *t)
 {
-    return t == NULL || t->tv_sec < 0 || t->tv_nsec < 0 || t->tv_nsec > 999999999;
+    return t == NULL || t->tv_nsec < 0 || t->tv_nsec > 999999999;
+}
+
+/* An absolute CLOCK_MONOTONIC deadline in ns, as the core reads one: a time
+ * before the epoch is past (0), one beyond 2^64 - 1 ns never comes. */
+static uint64_t deadline_of(const struct timespec *t)
+{
+    if (t->tv_sec < 0) return 0;
+    if ((uint64_t)t->tv_sec > (UINT64_MAX - 999999999u) / 1000000000u) return UINT64_MAX;
+    return (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_nsec;
 }
 
 static uint64_t now_ns(void)
@@ -56,9 +65,7 @@ int abar__ring_wait_done(struct ring_impl *ri, int side, uint64_t need, int mode
     struct ring_busy *busy = &ri->busy[shard];
     atomic_fetch_add(&busy->n, 1);
     int r = 0;
-    uint64_t deadline = abstime ? (uint64_t)abstime->tv_sec * 1000000000u +
-                                      (uint64_t)abstime->tv_nsec
-                                : UINT64_MAX;
+    uint64_t deadline = abstime ? deadline_of(abstime) : UINT64_MAX;
     /* Poll done: a give that lands now costs one cache-line transfer and
      * nothing else on either side.  Where every ring thread can have a CPU
      * the poll only pauses for RING_PURE_NS (no system call while the giver

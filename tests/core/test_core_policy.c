@@ -291,4 +291,19 @@ TEST(stretch_spins_as_long_as_a_wake_up)
     atomic_store(&abar__calm_until, 0);
 }
 
+/* White box: ABAR_SPIN_NS=0 makes default-policy waiters park at once
+ * (docs/wait-policy.md), even after the barrier has measured slow
+ * wake-ups, which otherwise set a floor under the budget (futex.c
+ * abar__spin_budget), and inside a park-soon stretch (abar__spin_lean). */
+TEST(spin_ns_zero_parks_at_once)
+{
+    CHECK_EQ(setenv("ABAR_SPIN_NS", "0", 1), 0); /* read once, in this forked case */
+    CHECK_EQ(abar_init(&sb, 2, NULL), 0);
+    atomic_store(&lean_impl()->wake_ns, 500000u); /* wake-ups of 500 µs seen */
+    CHECK_EQ(abar__spin_budget(lean_impl(), 1), 0);
+    CHECK_EQ(abar__spin_budget(lean_impl(), 5), 0);
+    CHECK_EQ(abar__spin_lean(lean_impl()), 0);
+    CHECK_EQ(abar_destroy(&sb), 0);
+}
+
 int main(int argc, char **argv) { return harness_main(argc, argv); }

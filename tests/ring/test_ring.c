@@ -462,6 +462,14 @@ TEST(timed_variants)
     CHECK_EQ(abar_ring_producer_acquire_until(&r, &p, &past), 0);
     CHECK_EQ(abar_ring_producer_commit(&r, &p), 0);
     CHECK_EQ(abar_ring_consumer_wait_until(&r, &c, &past), 0);
+    /* a time before the epoch is a past deadline too, as abar_wait_until
+     * reads one (not EINVAL), and one beyond 2^64 ns never comes */
+    const struct timespec before = { -1, 0 }, never = { INT64_MAX, 0 };
+    CHECK_EQ(abar_ring_consumer_release(&r, &c), 0);
+    CHECK_EQ(abar_ring_consumer_wait_until(&r, &c, &before), ETIMEDOUT);
+    CHECK_EQ(abar_ring_producer_acquire_until(&r, &p, &before), 0);
+    CHECK_EQ(abar_ring_producer_commit(&r, &p), 0);
+    CHECK_EQ(abar_ring_consumer_wait_until(&r, &c, &never), 0);
     /* full ring: the producer times out */
     dl = in_ms(30);
     CHECK_EQ(abar_ring_producer_acquire_until(&r, &p, &dl), ETIMEDOUT);
