@@ -55,7 +55,7 @@
  *      phase completed, and no arrival is counted after the cancel;
  *   P5 destroy never overlaps a call in progress: after abar_destroy returns
  *      0 no thread touches the barrier memory (FUTEX_WAKE on the address is
- *      allowed, futex.c:153-156); destroy is EBUSY while anyone is inside.
+ *      allowed, os_futex.c:19-25 abar__futex_wake_all); destroy is EBUSY while anyone is inside.
  *   P6 (liveness, checked separately: pan -DNP, ./pan -l -f, run_model.sh's
  *      `live`) every weakly fair execution terminates: there is no cycle
  *      in which some process runs for ever (a CAS retry loop, a waiter that
@@ -110,19 +110,22 @@
  * Number 4 is unused (no bug of that kind remains: the futex word's cancel
  * bit only hastens spinners, whose 1024th round looks anyway)),
  * ATOMIC_SNAPSHOT (0: 1 makes abar__snapshot one step, see there),
- * FIX_ARRIVAL_PHASE (1, as arrive.c:76-77 since 8fb3cd8: the token from
- * `phase` read before the arrival's RMW; 0: the code before, read after it,
- * finding F1 in docs/reliability.md; with AW_REGISTERED, arrive_and_wait's
- * arrival reads after its RMW either way, as it may: see arrive_registered),
- * AW_REGISTERED (0: arrive_and_wait's arrival is abar__arrive1, the one
- * above, arrive.c:128; 1: the registered arrival the core had at 4d5ff95:
- * the RMW alone, then `phase` read after it, never pair_last; checked as a
- * variant, should it come back),
- * FIX_CANCEL_WAKE (1, as lifecycle.c:120-123 since 8fb3cd8: abar_cancel
- * always wakes; 0: only when PARKED, finding F2),
- * FIX_CANCEL_PARK (1, as wait.c:186 since 177c88b: a parker whose look said
- * "pending" on a cancelled state yields instead of sleeping; 0: it parks,
- * finding F4),
+ * FIX_ARRIVAL_PHASE (1, as the C: abar_arrive and friends register for
+ * the call, arrive.c:176 abar__enter, and take the token from `phase` read
+ * after the RMW, arrive.c:155 abar__bracket_phase; 8fb3cd8 had fixed F1 by
+ * reading `phase` before the RMW; 0: the code before 8fb3cd8, unregistered,
+ * read after it, finding F1 in docs/reliability.md; with AW_REGISTERED,
+ * arrive_and_wait's arrival reads after its RMW either way, as it may: see
+ * arrive_registered),
+ * AW_REGISTERED (0: arrive_and_wait's arrival is the one above,
+ * arrive.c:186 abar__arrive1; 1: the registered arrival the core had at
+ * 4d5ff95: the RMW alone, then `phase` read after it, never pair_last;
+ * checked as a variant, should it come back),
+ * FIX_CANCEL_WAKE (1, as lifecycle.c:154 abar__futex_wake_all since
+ * 8fb3cd8: abar_cancel always wakes; 0: only when PARKED, finding F2),
+ * FIX_CANCEL_PARK (1, as wait.c:199 ST_CANCELLED since 177c88b: a parker
+ * whose look said "pending" on a cancelled state yields instead of
+ * sleeping; 0: it parks, finding F4),
  * NO_ONLY (0: 1 leaves out the plain arrive without a wait in the last
  * phase, whose access after its counted arrival is a known finding),
  * PSHARED (0: waiters announce themselves in hazard slots, hazard.c; 1: in
@@ -130,11 +133,12 @@
  * FULL_MENU (0: 1 lets every worker choose every call pattern each phase),
  * PAIR (0: the barrier has a completion function, so every arrival takes
  * the general path; 1: it has none and expects N <= ABAR__PAIR_MAX = 2
- * threads, abar_internal.h:96-108: ABAR__TICKET, lifecycle.c:64: a single
- * arrival is one add of HALF, arrive.c:80, abar_internal.h:256-289, and
- * the second of a phase carries into the phase bits, which opens the next
- * phase in that add; since b03b267 (before it, pair_last's one CAS); not
- * with AW_REGISTERED),
+ * threads, abar_internal.h:118 ABAR__TICKET, lifecycle.c:64 ABAR__TICKET:
+ * a single arrival is one CAS that sets HALF,
+ * abar_internal.h:311-347 abar__ticket_add, and the second of a phase
+ * carries into the phase bits, which opens the next phase in that CAS;
+ * an add of HALF from b03b267, a CAS from a judged state since 33d0f1c
+ * (before b03b267, pair_last's one CAS); not with AW_REGISTERED),
  * TREE (0: the state word counts every arrival; 1: two leaves do, tree.c,
  * as for a private barrier of at least ABAR_TREE_MIN threads; not with PAIR
  * or AW_REGISTERED), NARR (0: every arrival is one; k >= 2: worker 1
@@ -210,7 +214,7 @@
 #endif
 
 #if TREE && PAIR
-#error TREE and PAIR exclude each other (arrive.c:73: a barrier with leaves never takes the pair's add)
+#error TREE and PAIR exclude each other (arrive.c:99 leaves: a barrier with leaves never takes the pair's add)
 #endif
 #if TREE && AW_REGISTERED
 #error AW_REGISTERED is a variant of the flat arrival
@@ -245,15 +249,16 @@
 #define EDEADLK   35
 #define ETIMEDOUT 110
 #define ECANCELED 125
-#define OPEN      255   /* judge: the token's phase is the open one (wait.c:9) */
+#define OPEN      255   /* judge: the token's phase is the open one (wait.c:9 OPEN) */
 
-/* The state word, abar_internal.h:4-22 and 46-56, shrunk: pending with a
+/* The state word, abar_internal.h:4-14 pending and
+ * abar_internal.h:64-76 ST_PENDING_BIAS, shrunk: pending with a
  * bias of 8 in 4 bits (it reads below 0 while refused arrivals are undone),
  * drops 3 bits, the flags, HALF, then PBITS of phase (the C: 22, 20, 3
  * flags, HALF, 18). */
 #define BIAS        8
-#define HALF        1024      /* ST_HALF: a pair's first arrival, abar_internal.h:12-13 */
-#define PEND(s)     (((s) & 15) - BIAS - (((s) >> 10) & 1))  /* abar_internal.h:67-71 */
+#define HALF        1024      /* a pair's first arrival, abar_internal.h:73 ST_HALF */
+#define PEND(s)     (((s) & 15) - BIAS - (((s) >> 10) & 1))  /* abar_internal.h:79-82 st_pending */
 #define DROPS(s)    (((s) >> 4) & 7)
 #define DROP_ONE    16
 #define PARKED      128
@@ -264,27 +269,27 @@
 #define STPH(s)     (((s) >> PSHIFT) & PMASK)
 #define LO(p)       ((p) & PMASK)
 #define SMASK       ((1 << (PSHIFT + PBITS)) - 1) /* a carry out of the phase bits is lost, as out of bit 63 */
-#define MAKE(p, pend, fl) ((LO(p) << PSHIFT) | (fl) | ((pend) + BIAS))  /* abar_internal.h:75-78 */
-#define COMPLETING(s) (PEND(s) <= 0 && ((s) & FIN) == 0)               /* abar_internal.h:80-83 */
-/* The 32-bit futex word (abar_internal.h:91-92), shrunk to 8 bits: bit 7 is
- * ABAR__FUTEX_CANCELLED (bit 31, abar_internal.h:85, set by abar_cancel),
- * the low 7 bits count the releases that found PARKED (arrive.c:194-200;
+#define MAKE(p, pend, fl) ((LO(p) << PSHIFT) | (fl) | ((pend) + BIAS))  /* abar_internal.h:86-89 st_make */
+#define COMPLETING(s) (PEND(s) <= 0 && ((s) & FIN) == 0)               /* abar_internal.h:91-94 st_completing */
+/* The 32-bit futex word (abar_internal.h:102 futex), shrunk to 8 bits: bit 7 is
+ * ABAR__FUTEX_CANCELLED (bit 31, abar_internal.h:96 ABAR__FUTEX_CANCELLED, set by abar_cancel),
+ * the low 7 bits count the releases that found PARKED (arrive.c:256-262 parked;
  * at most NPH of them here, so the count never wraps back to a value a
  * sleeper read). */
 #define FUT_CANC    128
 #define FUT_COUNT   127
-#define INSIDE_DEAD 128           /* ABAR__INSIDE_DEAD, abar_internal.h:222 */
+#define INSIDE_DEAD 128           /* abar_internal.h:244 ABAR__INSIDE_DEAD */
 
-/* ---- the barrier (struct abar_impl, abar_internal.h:120-145) ----
+/* ---- the barrier (struct abar_impl, abar_internal.h:131-158 abar_impl) ----
  * `phase` and `futex` are the release words (struct abar__release,
- * abar_internal.h:87-94), which every access reaches through rel(b)
- * (abar_internal.h:154-158): `pair` beside the state word or `wide` on a
- * line of its own, fixed at init (ABAR__PAIR, lifecycle.c:63), so either way
+ * abar_internal.h:100-105 abar__release), which every access reaches through rel(b)
+ * (abar_internal.h:168-171 rel): `pair` beside the state word or `wide` on a
+ * line of its own, fixed at init (lifecycle.c:63 ABAR__PAIR), so either way
  * one pair of words; where they live makes no difference to the protocol.
  * What ABAR__TICKET does change, the add of HALF, is the PAIR knob. */
-int  state = E0 + BIAS; /* MAKE(0, E0, 0): abar_init, lifecycle.c:68 */
-byte phase = 0;         /* completed phases (byte: NPH < 250), lifecycle.c:69,71 */
-byte futex = 0;         /* lifecycle.c:70,72 */
+int  state = E0 + BIAS; /* MAKE(0, E0, 0): abar_init, lifecycle.c:68 st_make */
+byte phase = 0;         /* completed phases (byte: NPH < 250), lifecycle.c:69,71 phase */
+byte futex = 0;         /* lifecycle.c:70,72 futex */
 byte inside = 0;        /* count (PSHARED) | INSIDE_DEAD */
 byte expected = E0;
 bool dead = 0;          /* magic == ABAR__MAGIC_DEAD, set by destroy */
@@ -292,10 +297,10 @@ bool slot[NPROC];       /* hazard.c: thread i announces this barrier */
 bool fq[NPROC];         /* kernel futex queue: fq[i] = thread i sleeps */
 #if TREE
 /* The arrival tree (tree.c), TREE=1: NL = 2 leaves, one word each, packed
- * as in tree.c:57-65 and shrunk: taken 3 bits, quota 3, drops 3, LOCK, and
- * a tag of TBITS = 3 bits (19 in the C, which leaves the same window for
- * "a later phase": lf_age, tree.c:80-88).  Set up at init tagged one phase
- * before the first (tree.c:131-132). */
+ * as in tree.c:18-22 LOCK (tree.c:65-70 LF_LOCK) and shrunk: taken 3
+ * bits, quota 3, drops 3, LOCK, and a tag of TBITS = 3 bits (19 in the C, which leaves the same window for
+ * "a later phase": tree.c:82-86 lf_age).  Set up at init tagged one phase
+ * before the first (tree.c:135 lf_make). */
 #define NL       2
 #define TMASK    7
 #define LT(w)    ((w) & 7)
@@ -304,9 +309,9 @@ bool fq[NPROC];         /* kernel futex queue: fq[i] = thread i sleeps */
 #define LDROP    64
 #define LK       512
 #define LTAG(w)  (((w) >> 10) & TMASK)
-#define LMAKE(p, q, t, d) ((((p) & TMASK) << 10) | ((d) << 6) | ((q) << 3) | (t))  /* tree.c:67-71 */
+#define LMAKE(p, q, t, d) ((((p) & TMASK) << 10) | ((d) << 6) | ((q) << 3) | (t))  /* tree.c:75-79 lf_make */
 #define NEWER    255
-#define QUOTA(e, i) ((e) / NL + ((i) < (e) % NL -> 1 : 0))                        /* quota_of, tree.c:92-95 */
+#define QUOTA(e, i) ((e) / NL + ((i) < (e) % NL -> 1 : 0))                        /* tree.c:90-93 quota_of */
 int leaf[NL] = LMAKE(TMASK, 0, 0, 0);
 #endif
 
@@ -325,11 +330,11 @@ bool cdone = !CANCELLER, odone = !OBSERVER, edone = !EXTRA;
 #define GEXP(p)    ((p) == 0 -> E0 : gexp[p])
 
 /* Every access to barrier memory: never after a successful destroy (P5).
- * abar__live's load of magic (abar_internal.h:176) is folded into the call's
+ * abar__live's load of magic (abar_internal.h:200 magic) is folded into the call's
  * next access: a destroy before either is caught by that access. */
 #define ACCESS     assert(!dead)
 
-/* abar__snapshot, abar_internal.h:181-197: read phase, state, phase again;
+/* abar__snapshot, abar_internal.h:207-221 abar__snapshot: read phase, state, phase again;
  * returns cur (completed phases) and a state naming cur or cur + 1.  With
  * ATOMIC_SNAPSHOT the three loads are one step; that is sound exactly when
  * the check below holds for the three-step version (the ATOMIC_SNAPSHOT=0
@@ -343,12 +348,12 @@ inline snapshot(res, sv)
 inline snapshot(res, sv)
 {
     do
-    :: atomic { ACCESS; ph1 = phase };                   /* abar_internal.h:187 */
-       atomic { ACCESS; sv = state; gsr = gS; gtr = grefused }; /* abar_internal.h:189 */
-       atomic { ACCESS; ph2 = phase };                   /* abar_internal.h:192 */
+    :: atomic { ACCESS; ph1 = phase };                   /* abar_internal.h:211 phase */
+       atomic { ACCESS; sv = state; gsr = gS; gtr = grefused }; /* abar_internal.h:213 state */
+       atomic { ACCESS; ph2 = phase };                   /* abar_internal.h:216 phase */
        if
        :: ph2 == ph1 ->
-          res = ph1;                                     /* abar_internal.h:193-194 */
+          res = ph1;                                     /* abar_internal.h:216-218 cur */
           assert(gsr == res || gsr == res + 1);          /* P2: phase in {S-1, S} */
           assert(STPH(sv) == LO(gsr) || gtr > 0);        /* (a pair's refused add moves the bits until taken back) */
           ph1 = 0; ph2 = 0; gsr = 0; gtr = 0;                     /* dead: keep the state space small */
@@ -366,38 +371,38 @@ inline snapshot(res, sv)
 /* owned_phase (arrive.c): the phase a completer owns, from `phase` read
  * after its RMW (S-1 or S) and its state's low bits */
 #define OWNED(ph, sv) (STPH(sv) == LO(ph) -> (ph) : (ph) + 1)
-/* abar__state_phase, abar_internal.h:198-202 */
+/* abar_internal.h:223-226 abar__state_phase */
 #define STATE_PHASE(c, sv) (STPH(sv) == LO(c) -> (c) : (c) + 1)
 
-/* judge, wait.c:15-27 (EDEADLK needs a completion that waits: not modelled) */
+/* wait.c:15-27 judge (EDEADLK needs a completion that waits: not modelled) */
 inline judge(res, tk, c, sv)
 {
     if
-    :: tk < c -> res = 0                                             /* wait.c:17 */
-    :: tk >= c && tk > STATE_PHASE(c, sv) -> res = EINVAL            /* wait.c:19 */
-    :: tk >= c && tk < STATE_PHASE(c, sv) -> res = EBUSY             /* wait.c:20 */
-    :: tk >= c && tk == STATE_PHASE(c, sv) && (sv & FIN) -> res = ECANCELED /* wait.c:21 */
+    :: tk < c -> res = 0                                             /* wait.c:17 `t.raw < cur` */
+    :: tk >= c && tk > STATE_PHASE(c, sv) -> res = EINVAL            /* wait.c:19 EINVAL */
+    :: tk >= c && tk < STATE_PHASE(c, sv) -> res = EBUSY             /* wait.c:20 EBUSY */
+    :: tk >= c && tk == STATE_PHASE(c, sv) && (sv & FIN) -> res = ECANCELED /* wait.c:21 ST_FINISHED */
     :: tk >= c && tk == STATE_PHASE(c, sv) && !(sv & FIN) && (sv & CANC) && !COMPLETING(sv) ->
-       res = ECANCELED                                               /* wait.c:24 */
-    :: else -> res = OPEN                                            /* wait.c:26 */
+       res = ECANCELED                                               /* wait.c:24 ST_CANCELLED */
+    :: else -> res = OPEN                                            /* wait.c:26 OPEN */
     fi
 }
-#define PENDING(r) ((r) == EBUSY || (r) == OPEN)                     /* wait.c:35 */
+#define PENDING(r) ((r) == EBUSY || (r) == OPEN)                     /* wait.c:35 pending_result */
 
-/* look, wait.c:29-33 */
+/* wait.c:29-33 look */
 inline look(res, tk)
 {
     snapshot(cur, s);
     judge(res, tk, cur, s)
 }
 
-/* abar__futex_wake_all, futex.c:157-163: touches only the address. */
+/* os_futex.c:19-25 abar__futex_wake_all: touches only the address. */
 inline futex_wake_all()
 {
     d_step { i = 0; do :: i < NPROC -> fq[i] = 0; i++ :: else -> break od; i = 0 }
 }
 
-/* abar__futex_wait, futex.c:167-177 (FUTEX_WAIT_BITSET, futex.c:172), called
+/* os_futex.c:29-39 abar__futex_wait (os_futex.c:32 FUTEX_WAIT_BITSET), called
  * with val and a deadline or none. */
 inline futex_wait(res, val, tmd)
 {
@@ -418,17 +423,20 @@ inline futex_wait(res, val, tmd)
     od
 }
 
-/* block, wait.c:90-214 (with lean_spin and first_polls, wait.c:74-86): spin (unless PARK), then park.  Returns in r. */
+/* wait.c:99-227 block (with wait.c:82-86 lean_spin and wait.c:74-81
+ * first_polls): spin (unless PARK), then park.  Returns in r. */
 inline block(tk, tmd)
 {
-    /* The spin loop, wait.c:120-168.  Its policy is a free choice each round:
-     * ABAR_WAIT_PARK skips it (wait.c:110), the default leaves it when the
-     * budget is spent (and, oversubscribed, after 4 yields per participant:
-     * any round, wait.c:159-162), ABAR_WAIT_SPIN never leaves
-     * it.  A round reads `phase` (wait.c:125; the first 128 rounds,
-     * wait.c:74-86, lean_spin, read only `phase`), then the futex word's cancel
-     * bit (wait.c:128), and looks (wait.c:130) when the bit is set or on every
-     * 1024th round (wait.c:129).  A round whose loads find phase <= tk, the
+    /* The spin loop, wait.c:133-181 `for (unsigned i = 1`.  Its policy is a
+     * free choice each round: ABAR_WAIT_PARK skips it (wait.c:122
+     * ABAR_WAIT_PARK), the default leaves it when the budget is spent (and,
+     * oversubscribed, after 4 yields per participant: any round,
+     * wait.c:172-175 oversubscribed), ABAR_WAIT_SPIN never leaves it.  A
+     * round reads `phase` (wait.c:138 released; the first 128 rounds,
+     * wait.c:74-81 first_polls, in lean_spin, read only `phase`), then the
+     * futex word's cancel bit (wait.c:141 ABAR__FUTEX_CANCELLED), and looks
+     * (wait.c:143 look) when the bit is set or on every 1024th round
+     * (wait.c:142 `i % 1024`).  A round whose loads find phase <= tk, the
      * bit clear, and (if it looks) the token still pending changes nothing
      * but the spinner's locals; such rounds are folded into one blocking step
      * that waits until a round can see news: `phase` past tk, the bit, or
@@ -441,35 +449,35 @@ inline block(tk, tmd)
      * caught (P5) by the round's first access. */
     do
     :: atomic { ACCESS; phase > tk || (futex & FUT_CANC) || (state & (CANC | FIN)) || dead || EXTRA && tmd } ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:77,125 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:77,138 released */
        if
        :: tmp > tk -> r = 0; goto blockdone
        :: else -> skip
        fi;
-       atomic { ACCESS; tmp = futex };                   /* wait.c:128 */
+       atomic { ACCESS; tmp = futex };                   /* wait.c:141 futex */
        if
-       :: skip ->                                        /* wait.c:128-129: the cancel bit, or i % 1024 == 0 */
+       :: skip ->                                        /* wait.c:141-142 ABAR__FUTEX_CANCELLED: the cancel bit, or i % 1024 == 0 */
           tmp = 0;
-          look(r, tk);                                   /* wait.c:130 */
+          look(r, tk);                                   /* wait.c:143 look */
           if :: !PENDING(r) -> goto blockdone :: else -> skip fi
        :: !(tmp & FUT_CANC) -> tmp = 0                   /* no bit, not a 1024th round */
        fi
-    :: tmd ->                                            /* wait.c:141-144: deadline, one more look */
+    :: tmd ->                                            /* wait.c:154-157 deadline: one more look */
        look(r, tk);
        r = (PENDING(r) -> ETIMEDOUT : r);
        goto blockdone
-    :: break                                             /* wait.c:110,162: park */
+    :: break                                             /* wait.c:122 ABAR_WAIT_PARK, wait.c:175 break: park */
     od;
-    /* The park loop, wait.c:178-213. */
+    /* The park loop, wait.c:191-226 `for (;;)`. */
     do
-    :: atomic { ACCESS; v = futex };                     /* wait.c:183: the word before the look */
-       look(r, tk);                                      /* wait.c:184 */
+    :: atomic { ACCESS; v = futex };                     /* wait.c:196 futex: the word before the look */
+       look(r, tk);                                      /* wait.c:197 look */
        if :: !PENDING(r) -> goto blockdone :: else -> skip fi;
-       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:185 */
+       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:198 deadline */
        if
-       :: r == EBUSY -> goto parkagain                   /* wait.c:186-188: yield */
+       :: r == EBUSY -> goto parkagain                   /* wait.c:199-202 sched_yield */
 #if FIX_CANCEL_PARK
-       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:186-188: cancelled, looked complete: yield */
+       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:199-202 ST_CANCELLED: cancelled, looked complete: yield */
 #endif
        :: else -> skip
        fi;
@@ -477,7 +485,7 @@ inline block(tk, tmd)
        /* bug 2: sleep without announcing PARKED */
 #else
        if
-       :: !(s & PARKED) ->                               /* wait.c:190-197 */
+       :: !(s & PARKED) ->                               /* wait.c:206-211 ST_PARKED */
           atomic {
               ACCESS;
               if
@@ -489,11 +497,11 @@ inline block(tk, tmd)
        :: else -> skip
        fi;
 #endif
-       futex_wait(r, v, tmd);                            /* wait.c:202 */
+       futex_wait(r, v, tmd);                            /* wait.c:215 abar__futex_wait */
        if
        :: r == ETIMEDOUT ->
-          look(r, tk);                                   /* wait.c:205 */
-          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:206 */
+          look(r, tk);                                   /* wait.c:218 look */
+          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:219 ETIMEDOUT */
           goto blockdone
        :: else -> skip
        fi;
@@ -504,14 +512,16 @@ blockdone:
     cur = 0; s = 0; ok = 0; tmp = 0; v = 0
 }
 
-/* enter, wait.c:223-244: announce, then wait out a destroy's mark.
+/* enter, abar_internal.h:462-495 abar__enter: announce, then wait out a destroy's mark.
  *
- * The hazard-slot fences (hazard.c:11-21).  The C orders the slot store
- * before the waiter's next loads with a "light" fence (abar_internal.h:337,
- * abar_internal.h:318-322: only a compiler barrier where membarrier is
+ * The hazard-slot fences (hazard.c:11-23 fence).  The C orders the slot store
+ * before the waiter's next loads with a "light" fence
+ * (abar_internal.h:442 abar__hazard_fence_light, abar_internal.h:423-427
+ * abar__hazard_fence_light: only a compiler barrier where membarrier is
  * registered) and destroy's mark before its slot loads with a "heavy" one
- * (lifecycle.c:96, hazard.c:50-60: membarrier PRIVATE_EXPEDITED, then a
- * seq_cst fence).  The model is sequentially consistent, i.e. it assumes a
+ * (lifecycle.c:100 abar__hazard_fence_heavy, hazard.c:45-50
+ * abar__hazard_fence_heavy: membarrier PRIVATE_EXPEDITED, then a seq_cst
+ * fence).  The model is sequentially consistent, i.e. it assumes a
  * full fence on both sides; that is sound for the asymmetric pair because
  * the pair gives the same guarantee for this store-load (Dekker) pattern:
  * membarrier returns only after every running thread of the process has
@@ -551,24 +561,24 @@ inline enter()
 #endif
 }
 
-/* leave, wait.c:248-256: after it this thread touches the barrier no more. */
+/* leave, abar_internal.h:499-507 abar__leave: after it this thread touches the barrier no more. */
 inline leave()
 {
 #if PSHARED
-    atomic { ACCESS; inside-- }                          /* wait.c:251 */
+    atomic { ACCESS; inside-- }                          /* abar_internal.h:502 inside */
 #else
-    atomic { ACCESS; slot[_pid] = 0 }                    /* abar_internal.h:346 */
+    atomic { ACCESS; slot[_pid] = 0 }                    /* abar_internal.h:505 slot_pop */
 #endif
 }
 
-/* wait_registered, wait.c:259-266 (the caller, wait_common, found the token
- * not yet complete on the release words, wait.c:276). */
+/* wait.c:230-237 wait_registered (the caller, wait.c:239-264 wait_common, found the token
+ * not yet complete on the release words, wait.c:248 done). */
 inline wait_registered(tk, tmd)
 {
-    enter();                                             /* wait.c:262 */
+    enter();                                             /* wait.c:233 abar__enter */
     assert(entered);                                     /* no destroy races these waits */
-    block(tk, tmd);                                      /* wait.c:263 */
-    leave()                                              /* wait.c:264 */
+    block(tk, tmd);                                      /* wait.c:234 block */
+    leave()                                              /* wait.c:235 abar__leave */
 }
 
 /* What a returned wait may say (P1, P4). */
@@ -582,7 +592,7 @@ inline check_wait(tk, res, tmd)
     fi
 }
 
-/* publish, arrive.c:176-203: release the waiters of phase p after the
+/* publish, arrive.c:248-266 abar__publish: release the waiters of phase p after the
  * release CAS on `state`, which found PARKED if prk.  Only then the futex
  * word changes: its count bits, by CAS, keeping the cancel bit (a cancel may
  * set it meanwhile).  Uses tmp (the caller's is dead by now). */
@@ -592,9 +602,9 @@ inline publish(p, prk)
     /* bug 7: the futex word is not changed although PARKED */
 #else
     if
-    :: prk ->                                            /* arrive.c:194 */
-       atomic { ACCESS; tmp = futex };                   /* arrive.c:196: f */
-       do                                                /* arrive.c:197-199 */
+    :: prk ->                                            /* arrive.c:256 parked */
+       atomic { ACCESS; tmp = futex };                   /* arrive.c:258 `uint32_t f` */
+       do                                                /* arrive.c:259-261 atomic_compare_exchange_weak_explicit */
        :: atomic {
               ACCESS;
               if
@@ -625,13 +635,13 @@ inline publish(p, prk)
     skip                                                 /* bug 3: never wake */
 #else
     if
-    :: prk -> futex_wake_all()                           /* arrive.c:202 */
+    :: prk -> futex_wake_all()                           /* arrive.c:265 abar__futex_wake_all */
     :: else -> skip
     fi
 #endif
 }
 
-/* abar__complete, arrive.c:137-174, for phase p whose last arrival made ns
+/* arrive.c:196-236 abar__complete, for phase p whose last arrival made ns
  * (bug 1 stores `phase` before the state CAS; publish then leaves it out). */
 inline complete(p, ns)
 {
@@ -657,13 +667,13 @@ inline complete(p, ns)
 #if MUTANT == 1
     atomic { ACCESS; phase = p + 1; released[p] = 1 };   /* bug 1: release before the state CAS */
 #endif
-    atomic { ACCESS; cur_s = state };                    /* arrive.c:155 */
-    do                                                   /* arrive.c:163-172 */
+    atomic { ACCESS; cur_s = state };                    /* arrive.c:217 cur */
+    do                                                   /* arrive.c:224-233 `for (;;)` */
     :: atomic {
            ACCESS;
            if
-           :: PEND(cur_s) != 0 || STPH(cur_s) != LO(p) -> cur_s = state; ok = 0 /* arrive.c:164-166: an undo pending */
-           :: PEND(cur_s) == 0 && STPH(cur_s) == LO(p) && state == cur_s -> /* arrive.c:167-170 */
+           :: PEND(cur_s) != 0 || STPH(cur_s) != LO(p) -> cur_s = state; ok = 0 /* arrive.c:225-227 st_pending: an undo pending */
+           :: PEND(cur_s) == 0 && STPH(cur_s) == LO(p) && state == cur_s -> /* arrive.c:228-232 st_make */
               state = MAKE(p + 1, next, (cur_s & CANC) | (next == 0 -> FIN : 0));
               gS = p + 1;
               gexp[p + 1] = GEXP(p) - gdrops[p];
@@ -675,7 +685,7 @@ inline complete(p, ns)
        };
        if :: ok -> break :: else -> skip fi
     od;
-    publish(p, (cur_s & PARKED));                        /* arrive.c:173 */
+    publish(p, (cur_s & PARKED));                        /* arrive.c:234 abar__publish */
     cur_s = 0; next = 0; ok = 0
 }
 
@@ -782,18 +792,21 @@ ticketagain:
  * back when refused): under anonymous arrivals a refused add's transient
  * HALF lets another arrival complete a phase with one real arrival. */
 /* A pair's single arrival (PAIR: the barrier expects N <= ABAR__PAIR_MAX = 2
- * threads and has no completion function: ABAR__TICKET, lifecycle.c:64),
- * abar__ticket_add and abar__ticket_arrive (abar_internal.h:256-289) with abar__ticket_slow
- * (arrive.c:31-65): one add of HALF; the second arrival of a phase carries
- * out of HALF into the phase bits, which completes the phase and opens the
+ * threads and has no completion function: ABAR__TICKET, lifecycle.c:64
+ * ABAR__TICKET), as the C was before 33d0f1c:
+ * abar_internal.h@ddb2080:256-277 abar__ticket_add and
+ * abar_internal.h@ddb2080:279-289 abar__ticket_arrive with
+ * arrive.c@ddb2080:31-65 abar__ticket_slow: one add of HALF; the second
+ * arrival of a phase carries out of HALF into the phase bits, which completes the phase and opens the
  * next in that add.  Refused (cancelled, finished, nothing left, or a phase
  * other than `before`): taken back by a subtraction.  tmp holds `before`
- * (abar_internal.h:259); token in tp, r = error, lst = completed the phase.
- * The inline fast path (abar_internal.h:263-276) is the two usual outcomes
- * of the same add: the first of two, and the carry without PARKED. */
+ * (abar_internal.h@ddb2080:259 phase); token in tp, r = error, lst =
+ * completed the phase.  The inline fast path
+ * (abar_internal.h@ddb2080:263-276 ST_HALF) is the two usual outcomes of
+ * the same add: the first of two, and the carry without PARKED. */
 inline ticket_arrive_old()
 {
-    atomic {                                             /* abar_internal.h:263: fetch_add HALF */
+    atomic {                                             /* abar_internal.h@ddb2080:263 ST_HALF: fetch_add HALF */
         ACCESS; s = state; state = (state + HALF) & SMASK; ns = state;
         if
         :: !(s & (CANC | FIN)) && PEND(s) >= 1 && STPH(s) == LO(tmp) ->
@@ -805,7 +818,7 @@ inline ticket_arrive_old()
               assert(arrived[gS] == GEXP(gS) && !released[gS]); /* so the phase completes here */
               compl[gS]++;
               assert(compl[gS] == 1);
-              assert(gdrops[gS] == 0);                   /* a carry finds no drop (abar_internal.h:236-239) */
+              assert(gdrops[gS] == 0);                   /* a carry finds no drop (abar_internal.h@ddb2080:236-239 drop) */
               gexp[gS + 1] = GEXP(gS);
               assert(gexp[gS + 1] == expected);          /* the next phase's count is this one's */
               gS = gS + 1
@@ -815,21 +828,21 @@ inline ticket_arrive_old()
         fi
     };
     if
-    :: (s & (CANC | FIN)) || PEND(s) < 1 || STPH(s) != LO(tmp) -> /* arrive.c:34 */
+    :: (s & (CANC | FIN)) || PEND(s) < 1 || STPH(s) != LO(tmp) -> /* arrive.c@ddb2080:34 before */
 #if MUTANT == 9
        skip;                                             /* bug 9: the refused add is never taken back */
 #else
-       atomic { ACCESS; state = (state - HALF) & SMASK; grefused-- }; /* arrive.c:37 */
+       atomic { ACCESS; state = (state - HALF) & SMASK; grefused-- }; /* arrive.c@ddb2080:37 ST_HALF */
 #endif
-       r = ((s & (CANC | FIN)) -> ECANCELED : EINVAL)    /* arrive.c:38 */
+       r = ((s & (CANC | FIN)) -> ECANCELED : EINVAL)    /* arrive.c@ddb2080:38 ECANCELED */
     :: else ->
        r = 0; tp = tmp;
        if
 #if MUTANT == 18
        :: PEND(s) == 1 -> publish(tp, (s & PARKED)); lst = 1 /* bug 18: every last add taken for a carry */
 #else
-       :: PEND(s) == 1 && s == MAKE(tp, 1, 0) ->         /* arrive.c:43-50: a phase that expects one */
-          atomic {                                       /* arrive.c:50: a second add carries */
+       :: PEND(s) == 1 && s == MAKE(tp, 1, 0) ->         /* arrive.c@ddb2080:43-50 st_make: a phase that expects one */
+          atomic {                                       /* arrive.c@ddb2080:50 ST_HALF: a second add carries */
               ACCESS; ns = state; state = (state + HALF) & SMASK;
               assert(arrived[tp] == GEXP(tp) && !released[tp]);
               compl[tp]++;
@@ -842,22 +855,22 @@ inline ticket_arrive_old()
           publish(tp, 0);                                /* bug 19: the second add ignores PARKED */
 #else
           if
-          :: (ns & PARKED) -> atomic { ACCESS; state = state & ~PARKED } /* arrive.c:62 */
+          :: (ns & PARKED) -> atomic { ACCESS; state = state & ~PARKED } /* arrive.c@ddb2080:62 ST_PARKED */
           :: else -> skip
           fi;
-          publish(tp, (ns & PARKED));                    /* arrive.c:63 */
+          publish(tp, (ns & PARKED));                    /* arrive.c@ddb2080:63 abar__publish */
 #endif
           lst = 1
-       :: PEND(s) == 1 && !(s & HALF) && s != MAKE(tp, 1, 0) -> complete(tp, ns); lst = 1 /* arrive.c:51-55 */
-       :: PEND(s) == 1 && (s & HALF) ->                  /* arrive.c:57-63 */
+       :: PEND(s) == 1 && !(s & HALF) && s != MAKE(tp, 1, 0) -> complete(tp, ns); lst = 1 /* arrive.c@ddb2080:51-55 abar__complete */
+       :: PEND(s) == 1 && (s & HALF) ->                  /* arrive.c@ddb2080:57-63 carried */
 #if MUTANT == 8
           publish(tp, 0);                                /* bug 8: the carry ignores PARKED */
 #else
           if
-          :: (s & PARKED) -> atomic { ACCESS; state = state & ~PARKED } /* arrive.c:62 */
+          :: (s & PARKED) -> atomic { ACCESS; state = state & ~PARKED } /* arrive.c@ddb2080:62 ST_PARKED */
           :: else -> skip
           fi;
-          publish(tp, (s & PARKED));                     /* arrive.c:63 */
+          publish(tp, (s & PARKED));                     /* arrive.c@ddb2080:63 abar__publish */
 #endif
           lst = 1
 #endif
@@ -869,7 +882,7 @@ inline ticket_arrive_old()
 #endif
 
 #if TREE
-/* lf_age, tree.c:80-88: how many phases the leaf's tag is behind p, or
+/* tree.c:82-86 lf_age: how many phases the leaf's tag is behind p, or
  * NEWER (the C's -1: p has completed). */
 inline lf_age(res, wv, p)
 {
@@ -877,13 +890,13 @@ inline lf_age(res, wv, p)
     if :: res >= (TMASK >> 1) -> res = NEWER :: else -> skip fi
 }
 
-/* forward, tree.c:198-215: the leaf (or leaves) this thread filled go to
+/* tree.c:201-219 forward: the leaf (or leaves) this thread filled go to
  * the state word in one fetch_add: units off pending, drops on.  Refused
  * (cancelled) it is taken back (bug 15: never).  The forward that takes
  * pending to 0 completes phase pp. */
 inline forward(units, drps)
 {
-    atomic {                                             /* tree.c:204 */
+    atomic {                                             /* tree.c:207 atomic_fetch_add_explicit */
         ACCESS; s = state; state = state + (drps) * DROP_ONE - (units); ns = state;
         if
         :: !(s & (CANC | FIN)) && PEND(s) >= (units) ->
@@ -893,77 +906,77 @@ inline forward(units, drps)
         fi
     };
     if
-    :: (s & (CANC | FIN)) || PEND(s) < (units) ->        /* tree.c:205 */
+    :: (s & (CANC | FIN)) || PEND(s) < (units) ->        /* tree.c:208 ST_CANCELLED */
 #if MUTANT == 15
        skip                                              /* bug 15: the refused forward stays */
 #else
-       atomic { ACCESS; state = state - ((drps) * DROP_ONE - (units)) } /* tree.c:208 */
+       atomic { ACCESS; state = state - ((drps) * DROP_ONE - (units)) } /* tree.c:211 atomic_fetch_sub_explicit */
 #endif
     :: else ->
        if
-       :: PEND(ns) == 0 -> complete(pp, ns); lst = 1     /* tree.c:211-212 */
+       :: PEND(ns) == 0 -> complete(pp, ns); lst = 1     /* tree.c:214-215 abar__complete */
        :: else -> skip
        fi
     fi
 }
 
-/* none_free, tree.c:219-230: no unit was free at phase p.  res: a verdict,
+/* tree.c:223-234 none_free: no unit was free at phase p.  res: a verdict,
  * or 0 to look again. */
 inline none_free(res, p)
 {
-    atomic { ACCESS; s = state };                        /* tree.c:222 */
+    atomic { ACCESS; s = state };                        /* tree.c:226 state */
     if
-    :: s & (CANC | FIN) -> res = ECANCELED               /* tree.c:223 */
+    :: s & (CANC | FIN) -> res = ECANCELED               /* tree.c:227 ECANCELED */
     :: else ->
-       atomic { ACCESS; tmp = phase };                   /* tree.c:224 */
+       atomic { ACCESS; tmp = phase };                   /* tree.c:228 phase */
        if
        :: tmp != (p) -> res = 0
-       :: tmp == (p) && STPH(s) != LO(p) -> res = 0      /* tree.c:225-227: not yet published */
-       :: tmp == (p) && STPH(s) == LO(p) -> res = EINVAL /* tree.c:229 */
+       :: tmp == (p) && STPH(s) != LO(p) -> res = 0      /* tree.c:229-232 st_phase: not yet published */
+       :: tmp == (p) && STPH(s) == LO(p) -> res = EINVAL /* tree.c:233 EINVAL */
        fi;
        tmp = 0
     fi;
     s = 0
 }
 
-/* abar__tree_arrive1, tree.c:233-282: one arrival (a drop if drp).  The
- * leaf tried first is any leaf: the C's (home_leaf, tree.c:185-194, and
- * tree.c:268) depends on the thread's history, so every choice is explored.
+/* tree.c:247-303 abar__tree_arrive1: one arrival (a drop if drp).  The
+ * leaf tried first is any leaf: the C's (tree.c:186-195 home_leaf, and
+ * tree.c:288 home_plus1) depends on the thread's history, so every choice is explored.
  * The ghosts count the arrival at the CAS that takes its unit. */
 inline tree_arrive1(drp)
 {
-    if :: hl = 0 :: hl = 1 fi;                           /* tree.c:239 */
+    if :: hl = 0 :: hl = 1 fi;                           /* tree.c:253 home_leaf */
     do
-    :: atomic { ACCESS; pp = phase };                    /* tree.c:245 */
-       atomic { ACCESS; tmp = futex };                   /* tree.c:246 */
+    :: atomic { ACCESS; pp = phase };                    /* tree.c:259 phase */
+       atomic { ACCESS; tmp = futex };                   /* tree.c:260 futex */
        if
-       :: tmp & FUT_CANC -> tmp = 0; r = ECANCELED; goto tree1done /* tree.c:247 */
+       :: tmp & FUT_CANC -> tmp = 0; r = ECANCELED; goto tree1done /* tree.c:261 tok_cancelled */
        :: else -> tmp = 0
        fi;
-       atomic { ACCESS; e = expected };                  /* tree.c:248 */
+       atomic { ACCESS; e = expected };                  /* tree.c:262 expected */
        locked = 0; newer = 0; j = hl; kk = 0;
-       do                                                /* tree.c:251 */
+       do                                                /* tree.c:265 `for (uint32_t k = 0` */
        :: kk < NL && !newer ->
-          q = QUOTA(e, j);                               /* tree.c:252 */
+          q = QUOTA(e, j);                               /* tree.c:266 quota_of */
           if
 #if MUTANT == 17
           :: true ->                                     /* bug 17: a leaf with no unit is not skipped */
 #else
-          :: q > 0 ->                                    /* tree.c:253 */
+          :: q > 0 ->                                    /* tree.c:267 `q == 0` */
 #endif
-             atomic { ACCESS; w = leaf[j] };             /* tree.c:254 */
+             atomic { ACCESS; w = leaf[j] };             /* tree.c:268 `lv[i].w` */
              do
-             :: lf_age(age, w, pp);                      /* tree.c:257 */
+             :: lf_age(age, w, pp);                      /* tree.c:277 lf_age */
 #if MUTANT != 16
-                if :: w & LK -> locked = 1; break :: else -> skip fi; /* tree.c:258 */
+                if :: w & LK -> locked = 1; break :: else -> skip fi; /* tree.c:278 LF_LOCK */
 #endif
-                if :: age == NEWER -> newer = 1; break :: else -> skip fi; /* tree.c:259 */
+                if :: age == NEWER -> newer = 1; break :: else -> skip fi; /* tree.c:279 `age < 0` */
                 if
-                :: age > 0 -> nw = LMAKE(pp, q, 1, drp)  /* tree.c:260: first of phase pp */
-                :: age == 0 && LT(w) < LQ(w) -> nw = w + 1 + ((drp) -> LDROP : 0) /* tree.c:261 */
-                :: age == 0 && LT(w) >= LQ(w) -> break   /* tree.c:262: full */
+                :: age > 0 -> nw = LMAKE(pp, q, 1, drp)  /* tree.c:280 lf_make: first of phase pp */
+                :: age == 0 && LT(w) < LQ(w) -> nw = w + 1 + ((drp) -> LDROP : 0) /* tree.c:281 LF_DROP_ONE */
+                :: age == 0 && LT(w) >= LQ(w) -> break   /* tree.c:282 break: full */
                 fi;
-                atomic {                                 /* tree.c:266 CAS */
+                atomic {                                 /* tree.c:286 atomic_compare_exchange_weak_explicit */
                     ACCESS;
                     if
                     :: leaf[j] == w ->
@@ -977,10 +990,10 @@ inline tree_arrive1(drp)
                 if
                 :: ok ->
                    if
-                   :: LT(nw) == LQ(nw) -> forward(LQ(nw), LD(nw)) /* tree.c:269 */
+                   :: LT(nw) == LQ(nw) -> forward(LQ(nw), LD(nw)) /* tree.c:289-290 forward */
                    :: else -> skip
                    fi;
-                   tp = pp; r = 0; goto tree1done        /* tree.c:270 */
+                   tp = pp; r = 0; goto tree1done        /* tree.c:291 tok_make */
                 :: else -> skip
                 fi
              od
@@ -990,11 +1003,11 @@ inline tree_arrive1(drp)
        :: else -> break
        od;
        if
-       :: newer -> skip                                  /* tree.c:274 */
-       :: !newer && locked -> skip                       /* tree.c:275-277 */
+       :: newer -> skip                                  /* tree.c:295 newer */
+       :: !newer && locked -> skip                       /* tree.c:296-299 locked */
        :: !newer && !locked ->
-          none_free(err, pp);                            /* tree.c:279 */
-          if :: err -> r = err; goto tree1done :: else -> skip fi /* tree.c:280 */
+          none_free(err, pp);                            /* tree.c:300 none_free */
+          if :: err -> r = err; goto tree1done :: else -> skip fi /* tree.c:301 tok_error */
        fi
     od;
 tree1done:
@@ -1002,7 +1015,7 @@ tree1done:
     locked = 0; newer = 0; err = 0; ok = 0; s = 0; ns = 0
 }
 
-/* unlock_all, tree.c:289-299: leaves [0, upto) this thread locked, the
+/* tree.c:310-320 unlock_all: leaves [0, upto) this thread locked, the
  * full ones first, the partly filled last (bug 14: the other way round). */
 #if MUTANT == 14
 #define PASS_FULL 1
@@ -1019,7 +1032,7 @@ inline unlock_all(upto)
        :: j < lim ->
           if
           :: held[j] != 0 && ((LT(held[j]) == LQ(held[j])) == (pass == PASS_FULL)) ->
-             atomic { ACCESS; leaf[j] = held[j] - LK }   /* tree.c:297 */
+             atomic { ACCESS; leaf[j] = held[j] - LK }   /* tree.c:318 LF_LOCK */
           :: else -> skip
           fi;
           j++
@@ -1031,34 +1044,34 @@ inline unlock_all(upto)
     lim = 0; pass = 0; j = 0
 }
 
-/* abar__tree_arrive_n, tree.c:302-375: n > 1 arrivals, all or nothing.
+/* tree.c:323-400 abar__tree_arrive_n: n > 1 arrivals, all or nothing.
  * The ghosts count them when they are decided (every leaf with units
  * locked, so the phase cannot end before the unlocks). */
 inline tree_arrive_n(n)
 {
     do
-    :: atomic { ACCESS; pp = phase };                    /* tree.c:311 */
-       atomic { ACCESS; tmp = futex };                   /* tree.c:312 */
+    :: atomic { ACCESS; pp = phase };                    /* tree.c:332 phase */
+       atomic { ACCESS; tmp = futex };                   /* tree.c:333 futex */
        if
-       :: tmp & FUT_CANC -> tmp = 0; r = ECANCELED; goto treendone /* tree.c:313 */
+       :: tmp & FUT_CANC -> tmp = 0; r = ECANCELED; goto treendone /* tree.c:334 tok_cancelled */
        :: else -> tmp = 0
        fi;
-       atomic { ACCESS; e = expected };                  /* tree.c:314 */
+       atomic { ACCESS; e = expected };                  /* tree.c:335 expected */
        fu = 0; newer = 0; j = 0;
-       do                                                /* tree.c:318: lock, in index order */
+       do                                                /* tree.c:339 `for (i = 0`: lock, in index order */
        :: j < NL && !newer ->
-          held[j] = 0; q = QUOTA(e, j);                  /* tree.c:319-321 */
+          held[j] = 0; q = QUOTA(e, j);                  /* tree.c:340-341 quota_of */
           if
           :: q > 0 ->
-             atomic { ACCESS; w = leaf[j] };             /* tree.c:322 */
+             atomic { ACCESS; w = leaf[j] };             /* tree.c:343 `lv[i].w` */
              do
-             :: w & LK ->                                /* tree.c:324-327, folded: wait for the unlock */
+             :: w & LK ->                                /* tree.c:345-349 LF_LOCK, folded: wait for the unlock */
                 atomic { (!(leaf[j] & LK) || dead) -> ACCESS; w = leaf[j] }
              :: !(w & LK) ->
-                lf_age(age, w, pp);                      /* tree.c:329 */
-                if :: age == NEWER -> newer = 1; break :: else -> skip fi; /* tree.c:330 */
-                nw = (age > 0 -> LMAKE(pp, q, 0, 0) : w) | LK; /* tree.c:331 */
-                atomic {                                 /* tree.c:333 CAS */
+                lf_age(age, w, pp);                      /* tree.c:352 lf_age */
+                if :: age == NEWER -> newer = 1; break :: else -> skip fi; /* tree.c:353 `age < 0` */
+                nw = (age > 0 -> LMAKE(pp, q, 0, 0) : w) | LK; /* tree.c:354 LF_LOCK */
+                atomic {                                 /* tree.c:356 atomic_compare_exchange_weak_explicit */
                     ACCESS;
                     if
                     :: leaf[j] == w -> leaf[j] = nw; ok = 1
@@ -1066,7 +1079,7 @@ inline tree_arrive_n(n)
                     fi
                 };
                 if
-                :: ok -> held[j] = nw; fu = fu + LQ(nw) - LT(nw); break /* tree.c:335-337 */
+                :: ok -> held[j] = nw; fu = fu + LQ(nw) - LT(nw); break /* tree.c:358-360 free_units */
                 :: else -> skip
                 fi
              od
@@ -1076,21 +1089,21 @@ inline tree_arrive_n(n)
        :: else -> break
        od;
        if
-       :: newer -> unlock_all(j)                         /* tree.c:341-343 */
-       :: !newer && fu < (n) ->                          /* tree.c:345: refused, or pp is over */
+       :: newer -> unlock_all(j)                         /* tree.c:364-367 unlock_all */
+       :: !newer && fu < (n) ->                          /* tree.c:368 free_units: refused, or pp is over */
           err = 0;
           if
           :: fu > 0 ->
-             atomic { ACCESS; s = state };               /* tree.c:351 */
+             atomic { ACCESS; s = state };               /* tree.c:374 state */
              err = ((s & (CANC | FIN)) -> ECANCELED : EINVAL); s = 0
           :: else -> skip
           fi;
-          unlock_all(NL);                                /* tree.c:354 */
-          if :: err == 0 -> none_free(err, pp) :: else -> skip fi; /* tree.c:355 */
-          if :: err -> r = err; goto treendone :: else -> skip fi  /* tree.c:356-357 */
+          unlock_all(NL);                                /* tree.c:377 unlock_all */
+          if :: err == 0 -> none_free(err, pp) :: else -> skip fi; /* tree.c:378 none_free */
+          if :: err -> r = err; goto treendone :: else -> skip fi  /* tree.c:379-380 err */
        :: !newer && fu >= (n) ->
           lft = (n); units = 0; drps = 0; j = 0;
-          do                                             /* tree.c:361-371: take n units */
+          do                                             /* tree.c:384-395 take: take n units */
           :: j < NL && lft > 0 ->
              if
              :: held[j] != 0 ->
@@ -1114,9 +1127,9 @@ inline tree_arrive_n(n)
               assert(pp == gS);                          /* P2 */
               arrived[gS] = arrived[gS] + (n)
           };
-          unlock_all(NL);                                /* tree.c:373 */
-          if :: units > 0 -> forward(units, drps) :: else -> skip fi; /* tree.c:374 */
-          tp = pp; r = 0; goto treendone                 /* tree.c:375 */
+          unlock_all(NL);                                /* tree.c:396 unlock_all */
+          if :: units > 0 -> forward(units, drps) :: else -> skip fi; /* tree.c:397 forward */
+          tp = pp; r = 0; goto treendone                 /* tree.c:398 tok_make */
        fi
     od;
 treendone:
@@ -1126,8 +1139,8 @@ treendone:
 }
 #endif
 
-/* arrive_live, arrive.c:69-116 (abar_arrive and the others reach it through
- * arrive(), arrive.c:118-126, arrive_and_wait through abar__arrive1, 132):
+/* arrive.c:95-158 arrive_live (abar_arrive and the others reach it through
+ * arrive.c:171-184 arrive, arrive_and_wait through arrive.c:186 abar__arrive1):
  * n arrivals (a drop if drp); token in tp, r = error, lst = this call
  * completed the phase (*last). */
 inline arrive(n, drp)
@@ -1135,7 +1148,7 @@ inline arrive(n, drp)
     lst = 0;
 #if TREE
     if
-    :: (n) == 1 -> tree_arrive1(drp)                     /* arrive.c:73-74 */
+    :: (n) == 1 -> tree_arrive1(drp)                     /* arrive.c:99-100 abar__tree_arrive1 */
     :: else -> tree_arrive_n(n)
     fi
 #else
@@ -1146,7 +1159,7 @@ inline arrive(n, drp)
 #elif PAIR
        ticket_arrive(); goto arrivedone;                 /* arrive.c arrive_live */
 #endif
-       atomic {                                          /* arrive.c:85 fetch_sub */
+       atomic {                                          /* arrive.c:109 atomic_fetch_sub_explicit */
            ACCESS; s = state; state = state - 1; ns = s - 1;
            if
            :: !(s & (CANC | FIN)) && PEND(s) >= 1 ->
@@ -1156,7 +1169,7 @@ inline arrive(n, drp)
            fi
        };
        if
-       :: (s & (CANC | FIN)) || PEND(s) < 1 ->           /* arrive.c:87-93: undo (95) */
+       :: (s & (CANC | FIN)) || PEND(s) < 1 ->           /* arrive.c:111-117 st_pending: undo (arrive.c:115 atomic_fetch_add_explicit) */
 #if MUTANT == 9
           skip;                                          /* bug 9: the refused arrival is never undone */
 #else
@@ -1166,10 +1179,10 @@ inline arrive(n, drp)
        :: else -> r = 0
        fi
     :: else ->
-       atomic { ACCESS; s = state };                     /* arrive.c:95 */
+       atomic { ACCESS; s = state };                     /* arrive.c:119 state */
        do
-       :: (s & (CANC | FIN)) -> r = ECANCELED; break     /* arrive.c:97 */
-       :: !(s & (CANC | FIN)) && (n) > PEND(s) -> r = EINVAL; break /* arrive.c:100 */
+       :: (s & (CANC | FIN)) -> r = ECANCELED; break     /* arrive.c:121 tok_cancelled */
+       :: !(s & (CANC | FIN)) && (n) > PEND(s) -> r = EINVAL; break /* arrive.c:124 EINVAL */
        :: !(s & (CANC | FIN)) && (n) <= PEND(s) ->
           ns = s - (n) + ((drp) -> DROP_ONE : 0);        /* arrive.c arrive_live */
 #if PAIR
@@ -1249,17 +1262,17 @@ arrivedone:
 
 #if AW_REGISTERED
 /* AW_REGISTERED: the single arrival arrive_and_wait had at 4d5ff95
- * (abar__arrive_registered, arrive.c@4d5ff95:119-136; reverted by 074e8fd
+ * (arrive.c@4d5ff95:119-136 abar__arrive_registered; reverted by 074e8fd
  * as slower, checked so that it can come back).  Its caller is registered
  * (enter) before it, so it may read the barrier after its RMW: the RMW
  * comes first, with no read before it, then `phase`, and the token from the
- * read after (arrival_phase_after, arrive.c@4d5ff95:24-27:
+ * read after (arrive.c@4d5ff95:24-27 arrival_phase_after:
  * after + 1 - lo(after + 1 - st_phase(s))).  Not with PAIR (a pair's
  * arrivals are adds of HALF).  Token in tp, r = error, lst = completed the phase. */
 inline arrive_registered()
 {
     lst = 0;
-    atomic {                                             /* @4d5ff95:123 fetch_sub */
+    atomic {                                             /* arrive.c@4d5ff95:123 atomic_fetch_sub_explicit */
         ACCESS; s = state; state = state - 1; ns = s - 1;
         if
         :: !(s & (CANC | FIN)) && PEND(s) >= 1 ->
@@ -1269,7 +1282,7 @@ inline arrive_registered()
         fi
     };
     if
-    :: (s & (CANC | FIN)) || PEND(s) < 1 ->              /* @4d5ff95:124-126: undo */
+    :: (s & (CANC | FIN)) || PEND(s) < 1 ->              /* arrive.c@4d5ff95:124-126 atomic_fetch_add_explicit: undo */
 #if MUTANT == 9
        skip;                                             /* bug 9: the refused arrival is never undone */
 #else
@@ -1277,7 +1290,7 @@ inline arrive_registered()
 #endif
        r = ((s & (CANC | FIN)) -> ECANCELED : EINVAL)
     :: else ->
-       atomic {                                          /* @4d5ff95:129-130: `phase` after the RMW */
+       atomic {                                          /* arrive.c@4d5ff95:129-130 arrival_phase_after: `phase` after the RMW */
            ACCESS;
 #if MUTANT == 11
            /* bug 11: the before-formula (arrival_phase) on the read after:
@@ -1292,7 +1305,7 @@ inline arrive_registered()
        };
        tmp = 0; gph = 0; r = 0;
        if
-       :: PEND(s) == 1 -> complete(tp, ns); lst = 1      /* @4d5ff95:131-134 */
+       :: PEND(s) == 1 -> complete(tp, ns); lst = 1      /* arrive.c@4d5ff95:131-134 abar__complete */
        :: else -> skip
        fi
     fi;
@@ -1300,24 +1313,24 @@ inline arrive_registered()
 }
 #endif
 
-/* abar_cancel, lifecycle.c:107-125 */
+/* lifecycle.c:136-156 abar_cancel */
 inline cancel()
 {
-    atomic { ACCESS; old = state; state = state | CANC; gcancel = 1 }; /* lifecycle.c:112 */
+    atomic { ACCESS; old = state; state = state | CANC; gcancel = 1 }; /* lifecycle.c:143 atomic_fetch_or_explicit */
     if
-    :: old & CANC -> skip                                /* lifecycle.c:113 */
+    :: old & CANC -> skip                                /* lifecycle.c:144 idempotent */
     :: else ->
 #if MUTANT != 5
-       atomic { ACCESS; futex = futex | FUT_CANC };      /* lifecycle.c:119: fetch_or of bit 31 */
+       atomic { ACCESS; futex = futex | FUT_CANC };      /* lifecycle.c:150 ABAR__FUTEX_CANCELLED: fetch_or of bit 31 */
 #endif
        if
-       :: (old & PARKED) || FIX_CANCEL_WAKE -> futex_wake_all() /* lifecycle.c:123 (before 8fb3cd8: only if PARKED) */
+       :: (old & PARKED) || FIX_CANCEL_WAKE -> futex_wake_all() /* lifecycle.c:154 abar__futex_wake_all (before 8fb3cd8: only if PARKED) */
        :: else -> skip
        fi
     fi
 }
 
-/* abar_destroy, lifecycle.c */
+/* lifecycle.c:82-130 abar_destroy */
 inline destroy()
 {
     atomic { ACCESS; sread = state };                    /* abar_destroy: the look at a glance */
@@ -1379,7 +1392,7 @@ inline destroy()
 #define OP_ARR    6  /* abar_arrive, no wait, and on (EXTRA: arrive-only threads) */
 
 /* How many a worker's abar_arrive counts: NARR for worker 1 with NARR
- * (abar_arrive_n, arrive.c:213), else 1. */
+ * (arrive.c:274-278 abar_arrive_n), else 1. */
 #define ARRN ((NARR && _pid == 1) -> NARR : 1)
 
 /* Worker 0 never drops and destroys the barrier after its last wait. */
@@ -1416,9 +1429,9 @@ nextphase:
        :: !EXTRA && lastph && _pid != 0 && !NO_ONLY -> op = OP_ONLY
        :: EXTRA && _pid != 0 -> op = OP_ARR
        fi;
-       /* OP_AW is abar_arrive_and_wait: arrive_and_wait (wait.c:371-395),
+       /* OP_AW is abar_arrive_and_wait: arrive_and_wait (wait.c:346-374 arrive_and_wait),
         * and on a private pair without a completion function (PAIR)
-        * pair_arrive_and_wait (wait.c:340-369), the same steps in one path:
+        * pair_arrive_and_wait (wait.c:315-344 pair_arrive_and_wait), the same steps in one path:
         * slot_push (enter), the look for destroy's mark, abar__ticket_add,
         * the first look at `phase` and the spin, pair_block (block),
         * slot_pop (leave).  Its PREFETCHW before the add
@@ -1469,7 +1482,7 @@ nextphase:
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
        if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:379 */
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:358 abar__enter */
        :: else -> skip
        fi;
 #endif
@@ -1480,7 +1493,7 @@ retryarrival:
 #endif
 #if AW_REGISTERED
        if
-       :: op == OP_AW -> arrive_registered()             /* wait.c@4d5ff95:245 */
+       :: op == OP_AW -> arrive_registered()             /* wait.c@4d5ff95:245 abar__arrive_registered */
        :: else -> arrive(ARRN, op == OP_DROP)
        fi;
 #else
@@ -1511,29 +1524,29 @@ arrivalmade:
           leave(); left = 1;                             /* bug 13: leaves right after its arrival */
 #endif
           if
-          :: lst -> skip                                 /* wait.c:387: we completed it */
+          :: lst -> skip                                 /* wait.c:366 last: we completed it */
           :: else ->
-             atomic { ACCESS; tmp = phase };             /* wait.c:390: released meanwhile? */
+             atomic { ACCESS; tmp = phase };             /* wait.c:369 phase: released meanwhile? */
              if
 #if MUTANT == 12
              :: tmp >= tp -> tmp = 0                     /* bug 12: `phase` == tp taken as released */
 #else
-             :: tmp > tp -> tmp = 0                      /* wait.c:390 */
+             :: tmp > tp -> tmp = 0                      /* wait.c:369 `> t.raw` */
 #endif
 #if MUTANT == 13
              :: else -> tmp = 0; wait_registered(tp, 0)  /* bug 13: then waits as abar_wait does */
 #else
-             :: else -> tmp = 0; block(tp, 0)            /* wait.c:391-392 */
+             :: else -> tmp = 0; block(tp, 0)            /* wait.c:370-371 block */
 #endif
              fi
           fi;
           check_wait(tp, r, 0)
        :: r == 0 && (op == OP_SPLIT || op == OP_TIMED) ->
-          do                                             /* wait_common, wait.c:268-288 */
-          :: atomic { ACCESS; tmp = phase };             /* wait.c:276 */
+          do                                             /* wait.c:239-264 wait_common */
+          :: atomic { ACCESS; tmp = phase };             /* wait.c:247 phase */
              if
              :: tp < tmp -> r = 0; tmp = 0
-             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:287 */
+             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:263 wait_registered */
              fi;
              check_wait(tp, r, timed);
              if
@@ -1545,7 +1558,7 @@ arrivalmade:
        :: else -> skip
        fi;
        if
-       :: op == OP_AW && !left -> leave()                /* wait.c:393 */
+       :: op == OP_AW && !left -> leave()                /* wait.c:372 abar__leave */
        :: else -> skip
        fi;
        if
@@ -1626,7 +1639,8 @@ active proctype canceller()
 #endif
 
 #if OBSERVER
-/* A non-participant: abar_current, then abar_wait (lifecycle.c:136-144, then wait.c:268-290). */
+/* A non-participant: lifecycle.c:167-175 abar_current, then wait.c:266
+ * abar_wait. */
 active proctype observer()
 {
     byte tp, cur, ph1, ph2, gsr, gtr, tmp, i, v;
@@ -1634,17 +1648,17 @@ active proctype observer()
     byte r;
     bool ok, entered;
 
-    snapshot(cur, s);                                    /* lifecycle.c:141 */
+    snapshot(cur, s);                                    /* lifecycle.c:172 abar__snapshot */
     if
-    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* lifecycle.c:142 */
-    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* lifecycle.c:143 */
+    :: (s & CANC) && !COMPLETING(s) -> r = ECANCELED     /* lifecycle.c:173 ECANCELED */
+    :: else -> r = 0; tp = STATE_PHASE(cur, s)           /* lifecycle.c:174 abar__state_phase */
     fi;
     if
     :: r == 0 && tp < NPH ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:276 */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:247 phase */
        if
        :: tp < tmp -> r = 0; tmp = 0
-       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:287 */
+       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:263 wait_registered */
        fi;
        check_wait(tp, r, 0)
     :: else -> skip
