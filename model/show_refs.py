@@ -1,55 +1,174 @@
 #!/usr/bin/env python3
-"""show_refs.py - prints every file:line annotation of model/abar.pml beside
-the C lines it names, for a reader to check against the model step (run it
-after the core changes; the model names the sources by bare file name, found
-under src/ or src/core/).
+"""show_refs.py - prints every file:line reference of the Promela models
+(model/*.pml) beside the C lines it names, and checks that each still names
+what the model step does.
 
-    model/show_refs.py [abar.pml] [src-dir...]
+    model/show_refs.py [--check] [model.pml ...] [src-dir ...]
 
-Exits 1 if an annotation names a file that is not found or a line past its
-end (a stale reference); whether a line still says what the step does is
-for the reader to judge."""
+The models name the sources by bare file name, found in src/core/ (or in
+the src-dirs given).  A reference is
+
+    file.c:A          one line
+    file.c:A-B        lines A to B
+    file.c:A,C-D      several parts
+    file.c@COMMIT:A   a line of the file at a past commit (code the model
+                      keeps as a variant or a planted bug), read with git
+
+and it is followed by its anchor (on the same line, or first on the next
+line of the comment): the word right after it, a C identifier such as the
+function the step models (wait.c:268 abar_test), or a C fragment in
+backquotes (wait.c:17 `t.raw < cur`).  The rule, for every reference:
+
+  - the file exists and every line named is within it, the first and the
+    last line of a range not blank;
+  - the anchor occurs in every part (a word as a whole word; a fragment
+    with its white space taken as any white space, and a part's lines
+    read as one);
+  - where a range holds the definition of the function its anchor names
+    (the name followed by `(` on a line at file scope), the range starts
+    there and ends at that function's closing brace.
+
+So a reference whose lines moved (the C edited above it) names lines that
+no longer hold its anchor, and the check fails; a range that no longer
+covers its function fails too.  A reference pinned to a commit is checked
+where git has that commit, and noted as unchecked otherwise.
+
+Without --check every reference is printed with its lines and problems are
+marked `!!`; with --check only the problems are printed.  Either way the
+exit status is 1 if any reference fails (or none is found), else 0."""
+import glob
 import os
 import re
+import subprocess
 import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
-pml = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "abar.pml")
-dirs = sys.argv[2:] or [os.path.join(here, "..", "src"), os.path.join(here, "..", "src", "core")]
-ref = re.compile(r"\b([a-z_]+\.[ch]):(\d+(?:[-,]\d+)*)(?: and (\d+(?:-\d+)?))?")
-cache, bad = {}, 0
+root = os.path.normpath(os.path.join(here, ".."))
+args = sys.argv[1:]
+check = "--check" in args
+args = [a for a in args if a != "--check"]
+pmls = [a for a in args if a.endswith(".pml")]
+dirs = [a for a in args if not a.endswith(".pml")]
+pmls = pmls or sorted(glob.glob(os.path.join(here, "*.pml")))
+dirs = dirs or [os.path.join(root, "src", "core"), os.path.join(root, "src")]
+
+ref = re.compile(r"(?<![\w@/.])([A-Za-z_][A-Za-z0-9_]*\.[ch])(?:@([0-9a-f]{7,40}))?"
+                 r":(\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)")
+# the anchor: after blanks, or at the start of the next line of a comment
+anchor_re = re.compile(r"(?:[ \t]+|[ \t]*\n[ \t]*\*[ \t]+)(?:`([^`\n]+)`|([A-Za-z_][A-Za-z0-9_]*))")
+cache = {}
+nrefs = nbad = nunchecked = 0
 
 
-def source(name):
-    if name not in cache:
-        cache[name] = None
-        for d in dirs:
-            p = os.path.join(d, name)
-            if os.path.exists(p):
-                with open(p, encoding="utf-8") as f:
-                    cache[name] = f.read().split("\n")
+def source(name, commit):
+    key = (name, commit)
+    if key not in cache:
+        cache[key] = None
+        if commit is None:
+            for d in dirs:
+                p = os.path.join(d, name)
+                if os.path.isfile(p):
+                    with open(p, encoding="utf-8") as f:
+                        cache[key] = f.read().split("\n")
+                    break
+        else:
+            for sub in ("src/core/", "src/"):
+                try:
+                    out = subprocess.run(["git", "-C", root, "show", f"{commit}:{sub}{name}"],
+                                         capture_output=True, check=True)
+                except (OSError, subprocess.CalledProcessError):
+                    continue
+                cache[key] = out.stdout.decode("utf-8", "replace").split("\n")
                 break
-    return cache[name]
+    return cache[key]
 
 
-for no, line in enumerate(open(pml, encoding="utf-8"), 1):
-    for m in ref.finditer(line):
-        name, spec = m.group(1), m.group(2) + ("," + m.group(3) if m.group(3) else "")
-        text = source(name)
-        print(f"{os.path.basename(pml)}:{no}: {m.group(0)}    | {line.strip()[:90]}")
-        if text is None:
-            print(f"  !! {name}: not found under {dirs}")
-            bad += 1
-            continue
-        for part in spec.split(","):
-            a, _, b = part.partition("-")
-            a, b = int(a), int(b or a)
-            if b > len(text) or a < 1 or a > b:
-                print(f"  !! {name}:{part}: past the end ({len(text)} lines)")
-                bad += 1
+def has_anchor(text, word, frag):
+    if word is not None:
+        return re.search(r"(?<![A-Za-z0-9_])" + re.escape(word) + r"(?![A-Za-z0-9_])", text) is not None
+    pat = r"\s*".join(re.escape(t) for t in frag.split())
+    return re.search(pat, text) is not None
+
+
+def function_end(text, a, word):
+    """The line of the closing brace of the function whose definition starts
+    at line a with name `word`, or None if line a is no such definition."""
+    first = text[a - 1]
+    if not first or first[0] in " \t#/*}" or not re.search(r"\b" + re.escape(word) + r"\s*\(", first):
+        return None
+    for k in range(a, len(text) + 1):
+        line = text[k - 1]
+        if line.rstrip().endswith(";") and k == a:
+            return None  # a declaration
+        if line.rstrip() == "}":
+            return k
+    return None
+
+
+def report(where, msg):
+    global nbad
+    nbad += 1
+    print(f"{where}\n  !! {msg}")
+
+
+for pml in pmls:
+    base = os.path.basename(pml)
+    with open(pml, encoding="utf-8") as f:
+        whole = f.read()
+    start = 0
+    for no, line in enumerate(whole.split("\n"), 1):
+        start, line_start = start + len(line) + 1, start
+        for m in ref.finditer(line):
+            nrefs += 1
+            name, commit, spec = m.group(1), m.group(2), m.group(3)
+            am = anchor_re.match(whole, line_start + m.end())
+            frag, word = (am.group(1), am.group(2)) if am else (None, None)
+            shown = m.group(0) + (" " + (word or "`" + frag + "`") if am else "")
+            where = f"{base}:{no}: {shown}    | {line.strip()[:90]}"
+            if not check:
+                print(where)
+            text = source(name, commit)
+            if text is None:
+                if commit is not None:
+                    nunchecked += 1
+                    if not check:
+                        print(f"  (not checked: {name} at {commit} not in this git history)")
+                    continue
+                report(where, f"{name}: not found under {dirs}")
                 continue
-            for k in range(a, min(b, a + 2) + 1):
-                print(f"    {k:4}: {text[k - 1].strip()[:100]}")
-            if b > a + 2:
-                print(f"    ...  {b:4}: {text[b - 1].strip()[:100]}")
-sys.exit(1 if bad else 0)
+            if am is None:
+                report(where, "no anchor: the reference must be followed by a word or a `fragment` "
+                              "from the lines it names")
+            for part in spec.split(","):
+                a, _, b = part.partition("-")
+                a, b = int(a), int(b or a)
+                if a < 1 or b < a or b > len(text):
+                    report(where, f"{name}:{part}: not within its {len(text)} lines")
+                    continue
+                if not check:
+                    for k in range(a, min(b, a + 2) + 1):
+                        print(f"    {k:4}: {text[k - 1].strip()[:100]}")
+                    if b > a + 2:
+                        print(f"    ...  {b:4}: {text[b - 1].strip()[:100]}")
+                if not text[a - 1].strip() or not text[b - 1].strip():
+                    report(where, f"{name}:{part}: a range must start and end on a line of code")
+                if am is None:
+                    continue
+                if not has_anchor("\n".join(text[a - 1:b]), word, frag):
+                    report(where, f"{name}:{part}: `{word or frag}` is not in these lines")
+                    continue
+                if word is not None and b > a:
+                    defs = [k for k in range(a, b + 1) if function_end(text, k, word)]
+                    if defs and defs[0] != a:
+                        report(where, f"{name}:{part}: {word} is defined at line {defs[0]}")
+                    elif defs and function_end(text, a, word) != b:
+                        report(where, f"{name}:{part}: {word} runs from {a} to {function_end(text, a, word)}")
+
+if nrefs == 0:
+    print("!! no references found (in " + ", ".join(pmls) + ")")
+    nbad += 1
+summary = f"show_refs: {nrefs} references, {nbad} problems"
+if nunchecked:
+    summary += f", {nunchecked} pinned to commits not checked (no git history)"
+print(summary)
+sys.exit(1 if nbad else 0)
