@@ -115,8 +115,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
      * also grows while parks turn out short (abar__spin_budget).  relaxed:
      * a hint.  While the host takes CPUs or phases stall for milliseconds
      * (policy.c), a waiter not told to spin spins only as long as a park
-     * would cost, a wake-up (abar__spin_lean), and never longer for the
-     * woken. */
+     * costs, a wake-up (abar__spin_lean), and never longer for the woken. */
     const bool adapts = !oversubscribed && !(b->flags & (ABAR_WAIT_SPIN | ABAR_WAIT_PARK));
     const bool soon = adapts && abar__park_soon();
     uint64_t budget = (b->flags & ABAR_WAIT_PARK) ? 0
