@@ -3,7 +3,7 @@
 (model/*.pml) beside the C lines it names, and checks that each still names
 what the model step does.
 
-    model/show_refs.py [--check] [model.pml ...] [src-dir ...]
+    model/show_refs.py [--check | --fix] [model.pml ...] [src-dir ...]
 
 The models name the sources by bare file name, found in src/core/ (or in
 the src-dirs given).  A reference is
@@ -33,6 +33,11 @@ no longer hold its anchor, and the check fails; a range that no longer
 covers its function fails too.  A reference pinned to a commit is checked
 where git has that commit, and noted as unchecked otherwise.
 
+With --fix a failing reference is moved to the nearest lines (within 80)
+where it passes, the part shifted as a whole and a function's range refitted
+to the function, and the model files are rewritten; read the diff: a move
+only finds the anchor, it cannot know the step still models that C.
+
 Without --check every reference is printed with its lines and problems are
 marked `!!`; with --check only the problems are printed.  Either way the
 exit status is 1 if any reference fails (or none is found), else 0."""
@@ -46,7 +51,8 @@ here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.normpath(os.path.join(here, ".."))
 args = sys.argv[1:]
 check = "--check" in args
-args = [a for a in args if a != "--check"]
+fix = "--fix" in args
+args = [a for a in args if a not in ("--check", "--fix")]
 pmls = [a for a in args if a.endswith(".pml")]
 dirs = [a for a in args if not a.endswith(".pml")]
 pmls = pmls or sorted(glob.glob(os.path.join(here, "*.pml")))
@@ -57,7 +63,7 @@ ref = re.compile(r"(?<![\w@/.])([A-Za-z_][A-Za-z0-9_]*\.[ch])(?:@([0-9a-f]{7,40}
 # the anchor: after blanks, or at the start of the next line of a comment
 anchor_re = re.compile(r"(?:[ \t]+|[ \t]*\n[ \t]*\*[ \t]+)(?:`([^`\n]+)`|([A-Za-z_][A-Za-z0-9_]*))")
 cache = {}
-nrefs = nbad = nunchecked = 0
+nrefs = nbad = nunchecked = nfixed = 0
 
 
 def source(name, commit):
@@ -111,10 +117,44 @@ def report(where, msg):
     print(f"{where}\n  !! {msg}")
 
 
+def part_problems(name, text, a, b, word, frag):
+    """What is wrong with lines a..b of `text` as the reference's part."""
+    if a < 1 or b < a or b > len(text):
+        return [f"not within its {len(text)} lines"]
+    out = []
+    if not text[a - 1].strip() or not text[b - 1].strip():
+        out.append("a range must start and end on a line of code")
+    if word is None and frag is None:
+        return out
+    if not has_anchor("\n".join(text[a - 1:b]), word, frag):
+        return out + [f"`{word or frag}` is not in these lines"]
+    if word is not None and b > a:
+        defs = [k for k in range(a, b + 1) if function_end(text, k, word)]
+        if defs and defs[0] != a:
+            out.append(f"{word} is defined at line {defs[0]}")
+        elif defs and function_end(text, a, word) != b:
+            out.append(f"{word} runs from {a} to {function_end(text, a, word)}")
+    return out
+
+
+def relocate(name, text, a, b, word, frag):
+    """The nearest lines (a', b') that pass, the part moved as a whole (a
+    function's range refitted to the function), or None within 80 lines."""
+    for d in sorted(range(-80, 81), key=abs):
+        na, nb = a + d, b + d
+        if word is not None and b > a and 1 <= na <= len(text) and function_end(text, na, word):
+            nb = function_end(text, na, word)
+        if not part_problems(name, text, na, nb, word, frag):
+            return na, nb
+    return None
+
+
+lines_out = {}
 for pml in pmls:
     base = os.path.basename(pml)
     with open(pml, encoding="utf-8") as f:
         whole = f.read()
+    out = lines_out.setdefault(pml, whole.split("\n"))
     start = 0
     for no, line in enumerate(whole.split("\n"), 1):
         start, line_start = start + len(line) + 1, start
@@ -125,13 +165,13 @@ for pml in pmls:
             frag, word = (am.group(1), am.group(2)) if am else (None, None)
             shown = m.group(0) + (" " + (word or "`" + frag + "`") if am else "")
             where = f"{base}:{no}: {shown}    | {line.strip()[:90]}"
-            if not check:
+            if not check and not fix:
                 print(where)
             text = source(name, commit)
             if text is None:
                 if commit is not None:
                     nunchecked += 1
-                    if not check:
+                    if not check and not fix:
                         print(f"  (not checked: {name} at {commit} not in this git history)")
                     continue
                 report(where, f"{name}: not found under {dirs}")
@@ -139,35 +179,39 @@ for pml in pmls:
             if am is None:
                 report(where, "no anchor: the reference must be followed by a word or a `fragment` "
                               "from the lines it names")
+            parts = []
             for part in spec.split(","):
                 a, _, b = part.partition("-")
                 a, b = int(a), int(b or a)
-                if a < 1 or b < a or b > len(text):
-                    report(where, f"{name}:{part}: not within its {len(text)} lines")
-                    continue
-                if not check:
+                if not check and not fix and 1 <= a <= b <= len(text):
                     for k in range(a, min(b, a + 2) + 1):
                         print(f"    {k:4}: {text[k - 1].strip()[:100]}")
                     if b > a + 2:
                         print(f"    ...  {b:4}: {text[b - 1].strip()[:100]}")
-                if not text[a - 1].strip() or not text[b - 1].strip():
-                    report(where, f"{name}:{part}: a range must start and end on a line of code")
-                if am is None:
-                    continue
-                if not has_anchor("\n".join(text[a - 1:b]), word, frag):
-                    report(where, f"{name}:{part}: `{word or frag}` is not in these lines")
-                    continue
-                if word is not None and b > a:
-                    defs = [k for k in range(a, b + 1) if function_end(text, k, word)]
-                    if defs and defs[0] != a:
-                        report(where, f"{name}:{part}: {word} is defined at line {defs[0]}")
-                    elif defs and function_end(text, a, word) != b:
-                        report(where, f"{name}:{part}: {word} runs from {a} to {function_end(text, a, word)}")
+                bad = part_problems(name, text, a, b, word, frag)
+                moved = relocate(name, text, a, b, word, frag) if bad and fix and commit is None else None
+                if moved:
+                    a, b = moved
+                    nfixed += 1
+                else:
+                    for msg in bad:
+                        report(where, f"{name}:{part}: {msg}")
+                parts.append(f"{a}" if a == b else f"{a}-{b}")
+            new = m.group(0)[: -len(spec)] + ",".join(parts)
+            if fix and new != m.group(0):
+                out[no - 1] = out[no - 1].replace(m.group(0), new, 1)
+
+if fix:
+    for pml, out in lines_out.items():
+        with open(pml, "w", encoding="utf-8") as f:
+            f.write("\n".join(out))
 
 if nrefs == 0:
     print("!! no references found (in " + ", ".join(pmls) + ")")
     nbad += 1
 summary = f"show_refs: {nrefs} references, {nbad} problems"
+if fix:
+    summary += f", {nfixed} moved to the nearest lines that hold their anchor"
 if nunchecked:
     summary += f", {nunchecked} pinned to commits not checked (no git history)"
 print(summary)
