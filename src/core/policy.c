@@ -22,7 +22,9 @@
  * waiters spin again: where spinning pays again nothing brings the stretch
  * back; where the host still takes CPUs the signs come back within a few
  * phases and start a stretch twice as long (up to 32 times), so the tries
- * cost less and less.
+ * cost less and less.  A stretch runs the length it was given when it
+ * started: signs inside it do not extend it, so every stretch ends and is
+ * judged (below).
  *
  * And a stretch must pay.  Where the thread a stolen CPU runs still gets
  * time now and then (a busier process of the same machine), or where the
@@ -63,8 +65,10 @@ static uint64_t close_stretch(int k)
     const uint64_t ph = atomic_exchange_explicit(&wph[k], 0, memory_order_relaxed);
     const uint64_t ns = atomic_exchange_explicit(&wns[k], 0, memory_order_relaxed);
     const uint64_t r = n >= ABAR__WAITS_MIN && ns ? (uint64_t)((double)ph * 1e9 / (double)ns) + 1 : 0;
-    atomic_store_explicit(&wrate[k], r, memory_order_relaxed);
-    return r;
+    /* too few samples: the last rate measured stands (spinning that works
+     * leaves few waits past the first spin to sample) */
+    if (r) atomic_store_explicit(&wrate[k], r, memory_order_relaxed);
+    return r ? r : atomic_load_explicit(&wrate[k], memory_order_relaxed);
 }
 
 /* A park-soon stretch is over at `now`: did it pay? */
@@ -109,7 +113,16 @@ static void sign(uint64_t now)
     atomic_store_explicit(&signs, 0, memory_order_relaxed);
     if (now < atomic_load_explicit(&deaf_until, memory_order_relaxed)) return;
     const uint64_t was = atomic_load_explicit(&abar__calm_until, memory_order_relaxed);
-    if (was == 0) close_stretch(0); /* a spinning stretch ends here */
+    /* A stretch that is on runs its length and no longer: signs inside it
+     * would otherwise extend it for as long as they come (the stretch's own
+     * wake-ups can bring them), and it would never end to be judged. */
+    if (was != 0 && now < was) return;
+    /* one over but not yet seen so: judged first, as abar__park_soon_slow would */
+    if (was != 0 && atomic_compare_exchange_strong_explicit(&abar__calm_until, &(uint64_t){was}, 0,
+                                                            memory_order_relaxed, memory_order_relaxed))
+        judge_stretch(now);
+    if (now < atomic_load_explicit(&deaf_until, memory_order_relaxed)) return; /* it did not pay */
+    close_stretch(0); /* a spinning stretch ends here */
     const uint64_t end = atomic_load_explicit(&calm_end, memory_order_relaxed);
     uint32_t sh = atomic_load_explicit(&calm_shift, memory_order_relaxed);
     if (end != 0 && now >= end) { /* a stretch ended: how soon the signs came back */
@@ -135,7 +148,9 @@ void abar__spin_slept(uint64_t parked, uint64_t woke, uint64_t now)
 }
 
 /* The thread's own count: phases of one barrier since a time, in one kind
- * of stretch; handed to the shared sums every ABAR__SAMPLE waits. */
+ * of stretch; handed to the shared sums every ABAR__SAMPLE waits, or
+ * sooner once it spans ABAR__SAMPLE_NS (where spinning works, waits that
+ * outlive the first spin are rare and far apart). */
 static _Thread_local struct {
     const void *b;
     uint64_t raw, at, ph, ns;
@@ -149,7 +164,7 @@ void abar__spin_phase(const void *b, uint64_t raw, bool soon)
     if (b == mine.b && soon == mine.soon && raw > mine.raw) {
         mine.ph += raw - mine.raw;
         mine.ns += now - mine.at;
-        if (++mine.n == ABAR__SAMPLE) {
+        if (++mine.n == ABAR__SAMPLE || mine.ns >= ABAR__SAMPLE_NS) {
             atomic_fetch_add_explicit(&wph[soon], mine.ph, memory_order_relaxed);
             atomic_fetch_add_explicit(&wns[soon], mine.ns, memory_order_relaxed);
             atomic_fetch_add_explicit(&wn[soon], 1, memory_order_relaxed);

@@ -28,11 +28,13 @@
  * 1.5 times (3/2) as fast, signs are ignored for ABAR__CALM_NS, doubled
  * each time that happens again in a row (up to ABAR__CALM_SHIFT_MAX
  * doublings).  A rate needs ABAR__WAITS_MIN samples (each a thread's 8
- * waits that outlived the first spin). */
+ * waits that outlived the first spin, or fewer spanning 1 ms); a stretch
+ * with fewer keeps the last rate measured for its kind. */
 #define ABAR__WORSE_NUM 3u
 #define ABAR__WORSE_DEN 2u
 #define ABAR__WAITS_MIN 4u
 #define ABAR__SAMPLE 8u
+#define ABAR__SAMPLE_NS 1000000u
 
 /* When the current park-soon stretch ends (ns, abar__now_ns), 0 if none. */
 extern _Atomic uint64_t abar__calm_until;

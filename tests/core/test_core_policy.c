@@ -186,14 +186,18 @@ TEST(park_soon_stretch_rule)
  * (Factors this large: a loaded machine stretches the 100 µs steps.) */
 static uint64_t fake_raw;
 static char fake_b; /* the barrier the samples name */
-static void phases(bool soon, uint64_t per_call, unsigned calls)
+static void phases_every(bool soon, uint64_t per_call, unsigned calls, uint64_t call_ns)
 {
     for (unsigned i = 0; i < calls; i++) {
         fake_raw += per_call;
         abar__spin_phase(&fake_b, fake_raw, soon);
         const uint64_t t0 = abar__now_ns();
-        while (abar__now_ns() - t0 < 100000u) {} /* 100 µs a call */
+        while (abar__now_ns() - t0 < call_ns) {}
     }
+}
+static void phases(bool soon, uint64_t per_call, unsigned calls)
+{
+    phases_every(soon, per_call, calls, 100000u); /* 100 µs a call */
 }
 static void signs_now(void)
 {
@@ -228,6 +232,64 @@ TEST(park_soon_stretch_must_pay)
     /* the try that follows a stretch that did not pay is a short one */
     CHECK(atomic_load(&abar__calm_until) <= abar__now_ns() + ABAR__CALM_NS);
     CHECK(atomic_load(&abar__calm_until) >= now + ABAR__CALM_NS);
+}
+
+/* White box: where spinning works, few waits outlive the first spin, far
+ * apart: a spinning stretch whose only samples are six waits 2 ms apart
+ * still measures its rate, and a stretch 100 times slower is found not to
+ * pay.  (Counted in waits alone, six are too few for a rate: the signs
+ * after the bad stretch would start another.) */
+TEST(park_soon_stretch_judged_from_sparse_spin_waits)
+{
+    phases_every(false, 10000, 6, 2000000u);
+    signs_now();
+    CHECK(abar__park_soon());
+    phases(true, 1, CALLS);
+    stretch_ends();
+    phases(false, 100, 2);
+    signs_now();
+    CHECK(!abar__park_soon()); /* ignored: the stretch did not pay */
+}
+
+/* White box: a spinning stretch too short to sample (signs came back at
+ * once) leaves the rate measured before it standing: the stretch after it,
+ * 100 times slower than that, is still found not to pay. */
+TEST(park_soon_stretch_judged_by_last_spin_rate)
+{
+    phases(false, 100, CALLS);
+    signs_now();
+    phases(true, 1000, CALLS); /* paid */
+    stretch_ends();
+    signs_now(); /* at once: no spin samples between */
+    CHECK(abar__park_soon());
+    phases(true, 1, CALLS);
+    stretch_ends();
+    signs_now();
+    CHECK(!abar__park_soon());
+}
+
+/* White box: a stretch runs the length it was given.  Signs that keep
+ * coming inside it (its own wake-ups can bring them) do not extend it: it
+ * ends on time and is judged; signs right after it start the next, twice
+ * as long. */
+TEST(park_soon_stretch_ends_though_signs_go_on)
+{
+    signs_now();
+    CHECK(abar__park_soon());
+    const uint64_t until = atomic_load(&abar__calm_until);
+    unsigned inside = 0;
+    for (uint64_t now = abar__now_ns(); now + 2000000u < until; now = abar__now_ns()) {
+        signs_now();
+        CHECK_EQ(atomic_load(&abar__calm_until), until);
+        inside++;
+        msleep(1);
+    }
+    CHECK(inside > 0);
+    stretch_ends();
+    const uint64_t now = abar__now_ns();
+    signs_now();
+    CHECK(abar__park_soon());
+    CHECK(atomic_load(&abar__calm_until) >= now + 2ull * ABAR__CALM_NS);
 }
 
 /* Inside a park-soon stretch a waiter still spins as long as a wake-up
