@@ -64,7 +64,8 @@ static uint64_t close_stretch(int k)
     const uint32_t n = atomic_exchange_explicit(&wn[k], 0, memory_order_relaxed);
     const uint64_t ph = atomic_exchange_explicit(&wph[k], 0, memory_order_relaxed);
     const uint64_t ns = atomic_exchange_explicit(&wns[k], 0, memory_order_relaxed);
-    const uint64_t r = n >= ABAR__WAITS_MIN && ns ? (uint64_t)((double)ph * 1e9 / (double)ns) + 1 : 0;
+    const uint64_t r = n >= ABAR__RATE_WAITS && ns >= ABAR__RATE_NS
+                           ? (uint64_t)((double)ph * 1e9 / (double)ns) + 1 : 0;
     /* too few samples: the last rate measured stands (spinning that works
      * leaves few waits past the first spin to sample) */
     if (r) atomic_store_explicit(&wrate[k], r, memory_order_relaxed);
@@ -87,16 +88,26 @@ static void judge_stretch(uint64_t now)
     }
 }
 
+/* The stretch that was to end at u is over at `now`: one thread (the one
+ * whose CAS takes it) judges it, and meanwhile abar__calm_until reads
+ * ABAR__JUDGING, so a sign seen then cannot start the next stretch before
+ * the verdict (a stretch that did not pay makes the next signs unheard). */
+static void end_stretch(uint64_t u, uint64_t now)
+{
+    if (!atomic_compare_exchange_strong_explicit(&abar__calm_until, &u, ABAR__JUDGING,
+                                                 memory_order_relaxed, memory_order_relaxed))
+        return; /* another thread ends it, or a stretch started meanwhile */
+    judge_stretch(now);
+    atomic_store_explicit(&abar__calm_until, 0, memory_order_relaxed);
+}
+
 bool abar__park_soon_slow(void)
 {
-    uint64_t u = atomic_load_explicit(&abar__calm_until, memory_order_relaxed);
-    if (u == 0) return false;
-    if (abar__now_ns() < u) return true;
-    /* over: spin again (a stretch started meanwhile stays) */
+    const uint64_t u = atomic_load_explicit(&abar__calm_until, memory_order_relaxed);
+    if (u == 0 || u == ABAR__JUDGING) return false;
     const uint64_t now = abar__now_ns();
-    if (atomic_compare_exchange_strong_explicit(&abar__calm_until, &u, 0, memory_order_relaxed,
-                                                memory_order_relaxed))
-        judge_stretch(now);
+    if (now < u) return true;
+    end_stretch(u, now); /* over: spin again */
     return false;
 }
 
@@ -116,12 +127,12 @@ static void sign(uint64_t now)
     /* A stretch that is on runs its length and no longer: signs inside it
      * would otherwise extend it for as long as they come (the stretch's own
      * wake-ups can bring them), and it would never end to be judged. */
-    if (was != 0 && now < was) return;
-    /* one over but not yet seen so: judged first, as abar__park_soon_slow would */
-    if (was != 0 && atomic_compare_exchange_strong_explicit(&abar__calm_until, &(uint64_t){was}, 0,
-                                                            memory_order_relaxed, memory_order_relaxed))
-        judge_stretch(now);
-    if (now < atomic_load_explicit(&deaf_until, memory_order_relaxed)) return; /* it did not pay */
+    if (was == ABAR__JUDGING || (was != 0 && now < was)) return;
+    if (was != 0) { /* one over but not yet seen so: judged first */
+        end_stretch(was, now);
+        if (atomic_load_explicit(&abar__calm_until, memory_order_relaxed) != 0) return;
+        if (now < atomic_load_explicit(&deaf_until, memory_order_relaxed)) return; /* it did not pay */
+    }
     close_stretch(0); /* a spinning stretch ends here */
     const uint64_t end = atomic_load_explicit(&calm_end, memory_order_relaxed);
     uint32_t sh = atomic_load_explicit(&calm_shift, memory_order_relaxed);
@@ -148,9 +159,12 @@ void abar__spin_slept(uint64_t parked, uint64_t woke, uint64_t now)
 }
 
 /* The thread's own count: phases of one barrier since a time, in one kind
- * of stretch; handed to the shared sums every ABAR__SAMPLE waits, or
- * sooner once it spans ABAR__SAMPLE_NS (where spinning works, waits that
- * outlive the first spin are rare and far apart). */
+ * of stretch, over `n` waits; handed to the shared sums every ABAR__SAMPLE
+ * waits, once it spans ABAR__SAMPLE_NS (where spinning works, waits that
+ * outlive the first spin are rare and far apart), and when the thread
+ * turns to another barrier or kind: every count is handed over, whatever
+ * its length, so the sums are not weighted to the long ones (a count kept
+ * only once long would mostly be the ones that held a stall). */
 static _Thread_local struct {
     const void *b;
     uint64_t raw, at, ph, ns;
@@ -158,22 +172,25 @@ static _Thread_local struct {
     bool soon;
 } mine;
 
+static void hand_over(void)
+{
+    if (mine.n == 0) return;
+    atomic_fetch_add_explicit(&wph[mine.soon], mine.ph, memory_order_relaxed);
+    atomic_fetch_add_explicit(&wns[mine.soon], mine.ns, memory_order_relaxed);
+    atomic_fetch_add_explicit(&wn[mine.soon], mine.n, memory_order_relaxed);
+    mine.ph = mine.ns = 0;
+    mine.n = 0;
+}
+
 void abar__spin_phase(const void *b, uint64_t raw, bool soon)
 {
     const uint64_t now = abar__now_ns();
     if (b == mine.b && soon == mine.soon && raw > mine.raw) {
         mine.ph += raw - mine.raw;
         mine.ns += now - mine.at;
-        if (++mine.n == ABAR__SAMPLE || mine.ns >= ABAR__SAMPLE_NS) {
-            atomic_fetch_add_explicit(&wph[soon], mine.ph, memory_order_relaxed);
-            atomic_fetch_add_explicit(&wns[soon], mine.ns, memory_order_relaxed);
-            atomic_fetch_add_explicit(&wn[soon], 1, memory_order_relaxed);
-            mine.ph = mine.ns = 0;
-            mine.n = 0;
-        }
-    } else { /* another barrier, or the kind changed: start over */
-        mine.ph = mine.ns = 0;
-        mine.n = 0;
+        if (++mine.n == ABAR__SAMPLE || mine.ns >= ABAR__SAMPLE_NS) hand_over();
+    } else { /* another barrier, or the kind changed: a new count */
+        hand_over();
     }
     mine.b = b;
     mine.raw = raw;

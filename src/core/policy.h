@@ -27,16 +27,20 @@
 /* A stretch must pay: if the spinning stretch before it completed phases
  * 1.5 times (3/2) as fast, signs are ignored for ABAR__CALM_NS, doubled
  * each time that happens again in a row (up to ABAR__CALM_SHIFT_MAX
- * doublings).  A rate needs ABAR__WAITS_MIN samples (each a thread's 8
- * waits that outlived the first spin, or fewer spanning 1 ms); a stretch
- * with fewer keeps the last rate measured for its kind. */
+ * doublings).  A rate needs ABAR__RATE_WAITS waits that outlived the
+ * first spin, spanning ABAR__RATE_NS of the threads' time in all; a
+ * stretch with fewer keeps the last rate measured for its kind.  A thread
+ * hands its count over every ABAR__SAMPLE waits or ABAR__SAMPLE_NS. */
 #define ABAR__WORSE_NUM 3u
 #define ABAR__WORSE_DEN 2u
-#define ABAR__WAITS_MIN 4u
+#define ABAR__RATE_WAITS 8u
+#define ABAR__RATE_NS 2000000u
 #define ABAR__SAMPLE 8u
 #define ABAR__SAMPLE_NS 1000000u
 
-/* When the current park-soon stretch ends (ns, abar__now_ns), 0 if none. */
+/* When the current park-soon stretch ends (ns, abar__now_ns), 0 if none,
+ * ABAR__JUDGING while the one that ended is judged (policy.c). */
+#define ABAR__JUDGING 1u
 extern _Atomic uint64_t abar__calm_until;
 
 bool abar__park_soon_slow(void);

@@ -209,7 +209,7 @@ static void stretch_ends(void)
     while (abar__now_ns() < until) msleep(5);
     CHECK(!abar__park_soon()); /* over, judged */
 }
-enum { CALLS = 1 + 2 * ABAR__SAMPLE * ABAR__WAITS_MIN };
+enum { CALLS = 1 + 8 * ABAR__RATE_WAITS }; /* 64 waits over 6.4 ms: a rate */
 TEST(park_soon_stretch_must_pay)
 {
     phases(false, 100, CALLS);
@@ -235,13 +235,24 @@ TEST(park_soon_stretch_must_pay)
 }
 
 /* White box: where spinning works, few waits outlive the first spin, far
- * apart: a spinning stretch whose only samples are six waits 2 ms apart
- * still measures its rate, and a stretch 100 times slower is found not to
- * pay.  (Counted in waits alone, six are too few for a rate: the signs
- * after the bad stretch would start another.) */
+ * apart: a spinning stretch whose only samples are those of four threads,
+ * each three waits 2 ms apart, still measures its rate, and a stretch 100
+ * times slower is found not to pay.  (Handed over only in counts of 8
+ * waits, none of the threads' counts would reach the sums: the signs after
+ * the bad stretch would start another.) */
+static void *sparse_waits(void *arg)
+{
+    (void)arg;
+    phases_every(false, 10000, 3, 2000000u);
+    return NULL;
+}
 TEST(park_soon_stretch_judged_from_sparse_spin_waits)
 {
-    phases_every(false, 10000, 6, 2000000u);
+    for (int k = 0; k < 4; k++) {
+        pthread_t th;
+        CHECK_EQ(pthread_create(&th, NULL, sparse_waits, NULL), 0);
+        pthread_join(th, NULL);
+    }
     signs_now();
     CHECK(abar__park_soon());
     phases(true, 1, CALLS);
@@ -265,6 +276,49 @@ TEST(park_soon_stretch_judged_by_last_spin_rate)
     phases(true, 1, CALLS);
     stretch_ends();
     signs_now();
+    CHECK(!abar__park_soon());
+}
+
+/* White box: a thread that turns from one barrier to another hands over
+ * what it counted on the first, however short, so a stretch's rate is not
+ * made of the long counts alone.  Barrier A runs one phase per 100 µs
+ * with a 3 ms stall every fifth, spinning and inside the stretch alike:
+ * the stretch paid as well as spinning.  Inside it the thread also waits
+ * on barrier B after one A phase in three, which ends its A count; the
+ * A counts that reach 1 ms are the stalled ones, so a rate of those alone
+ * reads the stretch about four times slower than spinning. */
+static char other_b;
+static void a_phase(bool soon, unsigned i, uint64_t *raw_b, bool with_b)
+{
+    const uint64_t t = abar__now_ns(), stall = i % 5 == 4 ? 3000000u : 0;
+    fake_raw += 1;
+    abar__spin_phase(&fake_b, fake_raw, soon);
+    while (abar__now_ns() < t + 50000u + stall) {}
+    *raw_b += 1;
+    if (with_b) abar__spin_phase(&other_b, *raw_b, soon);
+    while (abar__now_ns() < t + 100000u + stall) {}
+}
+TEST(park_soon_stretch_counts_short_samples_too)
+{
+    uint64_t raw_b = 0;
+    for (unsigned i = 0; i < 200; i++) a_phase(false, i, &raw_b, false);
+    signs_now();
+    CHECK(abar__park_soon());
+    const uint64_t until = atomic_load(&abar__calm_until);
+    for (unsigned i = 0; abar__now_ns() < until; i++) a_phase(true, i, &raw_b, i % 3 == 0);
+    stretch_ends();
+    a_phase(false, 0, &raw_b, false);
+    signs_now();
+    CHECK(abar__park_soon()); /* heard: the stretch paid */
+}
+
+/* White box: while the stretch that ended is judged, signs start no other
+ * (its verdict may make them unheard). */
+TEST(park_soon_no_stretch_while_judging)
+{
+    atomic_store(&abar__calm_until, ABAR__JUDGING);
+    signs_now();
+    CHECK_EQ(atomic_load(&abar__calm_until), ABAR__JUDGING);
     CHECK(!abar__park_soon());
 }
 
