@@ -71,7 +71,9 @@ function(abar_probe_sanitizer)
     set(link -fsanitize=thread)
     set(pkg "libtsan2 for gcc, libclang-rt-dev for clang")
   elseif(ABAR_SANITIZE STREQUAL "address")
-    set(flags -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+    # float-cast-overflow: in clang's `undefined`, not in gcc's
+    set(flags -fsanitize=address,undefined,float-cast-overflow
+              -fno-sanitize-recover=undefined,float-cast-overflow -fno-omit-frame-pointer)
     # Uninitialised locals get a pattern, not whatever the stack held, so a
     # read of one fails the same way every run (a `bool` read before it is
     # written reads true).  gcc 12 and clang 8 on.
@@ -80,7 +82,7 @@ function(abar_probe_sanitizer)
     if(ABAR_HAVE_AUTO_VAR_INIT)
       list(APPEND flags -ftrivial-auto-var-init=pattern)
     endif()
-    set(link -fsanitize=address,undefined)
+    set(link -fsanitize=address,undefined,float-cast-overflow)
     set(pkg "libasan8 libubsan1 for gcc, libclang-rt-dev for clang")
   else()
     message(FATAL_ERROR "abar: ABAR_SANITIZE is thread, address or empty, not '${ABAR_SANITIZE}'")

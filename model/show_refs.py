@@ -33,10 +33,12 @@ no longer hold its anchor, and the check fails; a range that no longer
 covers its function fails too.  A reference pinned to a commit is checked
 where git has that commit, and noted as unchecked otherwise.
 
-With --fix a failing reference is moved to the nearest lines (within 80)
-where it passes, the part shifted as a whole and a function's range refitted
-to the function, and the model files are rewritten; read the diff: a move
-only finds the anchor, it cannot know the step still models that C.
+With --fix a failing reference is moved where the edit of its file since
+HEAD moved its lines (git diff; the references passed at HEAD), or failing
+that to the nearest lines (within 80) where it passes, the part shifted as
+a whole and a function's range refitted to the function, and the model
+files are rewritten; read the diff: a move cannot know the step still
+models that C.
 
 Without --check every reference is printed with its lines and problems are
 marked `!!`; with --check only the problems are printed.  Either way the
@@ -63,6 +65,7 @@ ref = re.compile(r"(?<![\w@/.])([A-Za-z_][A-Za-z0-9_]*\.[ch])(?:@([0-9a-f]{7,40}
 # the anchor: after blanks, or at the start of the next line of a comment
 anchor_re = re.compile(r"(?:[ \t]+|[ \t]*\n[ \t]*\*[ \t]+)(?:`([^`\n]+)`|([A-Za-z_][A-Za-z0-9_]*))")
 cache = {}
+maps = {}
 nrefs = nbad = nunchecked = nfixed = 0
 
 
@@ -137,9 +140,57 @@ def part_problems(name, text, a, b, word, frag):
     return out
 
 
+def line_map(name):
+    """Old line -> new line for the source `name` from `git diff -U0 HEAD`
+    (the references passed at HEAD: CI checks them), None for a line the
+    diff changed; {} where git has no such diff."""
+    if name in maps:
+        return maps[name]
+    maps[name] = {}
+    for sub in ("src/core/", "src/"):
+        if not os.path.isfile(os.path.join(root, sub, name)):
+            continue
+        try:
+            out = subprocess.run(["git", "-C", root, "diff", "-U0", "HEAD", "--", sub + name],
+                                 capture_output=True, check=True).stdout.decode("utf-8", "replace")
+        except (OSError, subprocess.CalledProcessError):
+            return maps[name]
+        hunks = [tuple(int(x or 1) for x in h) for h in
+                 re.findall(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@", out, re.M)]
+        maps[name] = hunks
+        break
+    return maps[name]
+
+
+def mapped(name, line):
+    hunks = line_map(name)
+    if not hunks:
+        return None
+    shift = 0
+    for a, b, c, d in hunks:
+        if b == 0:      # pure insertion after old line a
+            if line > a:
+                shift += d
+            continue
+        if line < a:
+            break
+        if line < a + b:
+            return None  # a line the edit changed
+        shift += d - b
+    return line + shift
+
+
 def relocate(name, text, a, b, word, frag):
-    """The nearest lines (a', b') that pass, the part moved as a whole (a
-    function's range refitted to the function), or None within 80 lines."""
+    """Where the edit since HEAD moved lines a..b (git diff), if they pass
+    there; else the nearest lines (a', b') that pass, the part moved as a
+    whole (a function's range refitted to the function), or None within 80
+    lines."""
+    ma, mb = mapped(name, a), mapped(name, b)
+    if ma and mb:
+        if word is not None and mb > ma and function_end(text, ma, word):
+            mb = function_end(text, ma, word)
+        if not part_problems(name, text, ma, mb, word, frag):
+            return ma, mb
     for d in sorted(range(-80, 81), key=abs):
         na, nb = a + d, b + d
         if word is not None and b > a and 1 <= na <= len(text) and function_end(text, na, word):
@@ -211,7 +262,7 @@ if nrefs == 0:
     nbad += 1
 summary = f"show_refs: {nrefs} references, {nbad} problems"
 if fix:
-    summary += f", {nfixed} moved to the nearest lines that hold their anchor"
+    summary += f", {nfixed} moved (where git diff moved their lines, else to the nearest that hold their anchor)"
 if nunchecked:
     summary += f", {nunchecked} pinned to commits not checked (no git history)"
 print(summary)

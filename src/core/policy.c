@@ -58,14 +58,19 @@ static _Atomic uint64_t wrate[2];   /* the last stretch of each kind: phases per
 static _Atomic uint64_t deaf_until; /* signs are ignored until then: stretches did not pay */
 static _Atomic uint32_t deaf_shift; /* the next such while lasts ABAR__CALM_NS << this */
 
+static _Atomic uint32_t epoch;      /* stretches closed so far: a count names the one it is of */
+
 /* Ends a stretch of kind k (1 park-soon, 0 spin): its phase rate. */
 static uint64_t close_stretch(int k)
 {
+    atomic_fetch_add_explicit(&epoch, 1, memory_order_relaxed);
     const uint32_t n = atomic_exchange_explicit(&wn[k], 0, memory_order_relaxed);
     const uint64_t ph = atomic_exchange_explicit(&wph[k], 0, memory_order_relaxed);
     const uint64_t ns = atomic_exchange_explicit(&wns[k], 0, memory_order_relaxed);
-    const uint64_t r = n >= ABAR__RATE_WAITS && ns >= ABAR__RATE_NS
-                           ? (uint64_t)((double)ph * 1e9 / (double)ns) + 1 : 0;
+    /* phases per second, at most 1e18 (a phase number that jumped, as one
+     * set by the caller can, must not overflow the conversion) */
+    const double x = (double)ph * 1e9 / (double)(ns ? ns : 1);
+    const uint64_t r = n >= ABAR__RATE_WAITS && ns >= ABAR__RATE_NS ? (x < 1e18 ? (uint64_t)x : 1000000000000000000u) + 1 : 0;
     /* too few samples: the last rate measured stands (spinning that works
      * leaves few waits past the first spin to sample) */
     if (r) atomic_store_explicit(&wrate[k], r, memory_order_relaxed);
@@ -164,17 +169,24 @@ void abar__spin_slept(uint64_t parked, uint64_t woke, uint64_t now)
  * outlive the first spin are rare and far apart), and when the thread
  * turns to another barrier or kind: every count is handed over, whatever
  * its length, so the sums are not weighted to the long ones (a count kept
- * only once long would mostly be the ones that held a stall). */
+ * only once long would mostly be the ones that held a stall), unless the
+ * stretch it counted in was closed meanwhile (its rate is taken). */
 static _Thread_local struct {
     const void *b;
     uint64_t raw, at, ph, ns;
     unsigned n;
+    uint32_t epoch; /* the stretch it counts in (a count of one closed since is dropped) */
     bool soon;
 } mine;
 
 static void hand_over(void)
 {
     if (mine.n == 0) return;
+    if (mine.epoch != atomic_load_explicit(&epoch, memory_order_relaxed)) {
+        mine.ph = mine.ns = 0;
+        mine.n = 0;
+        return;
+    }
     atomic_fetch_add_explicit(&wph[mine.soon], mine.ph, memory_order_relaxed);
     atomic_fetch_add_explicit(&wns[mine.soon], mine.ns, memory_order_relaxed);
     atomic_fetch_add_explicit(&wn[mine.soon], mine.n, memory_order_relaxed);
@@ -196,4 +208,5 @@ void abar__spin_phase(const void *b, uint64_t raw, bool soon)
     mine.raw = raw;
     mine.at = now;
     mine.soon = soon;
+    if (mine.n == 0) mine.epoch = atomic_load_explicit(&epoch, memory_order_relaxed);
 }

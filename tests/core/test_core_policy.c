@@ -56,10 +56,12 @@ TEST(stalled_phases_make_waiters_park_soon)
     pthread_t th;
     CHECK_EQ(pthread_create(&th, NULL, late_peer, (void *)(intptr_t)N), 0);
     uint64_t cpu[N];
+    bool stretch = false; /* seen on after a wait (one lasts 50 ms: it may be over at the end) */
     for (unsigned i = 0; i < N; i++) {
         const uint64_t c0 = thread_cpu();
         CHECK_EQ(abar_arrive_and_wait(&sb), 0);
         cpu[i] = thread_cpu() - c0;
+        stretch |= abar__park_soon();
     }
     CHECK_EQ(pthread_join(th, NULL), 0);
     uint64_t last[8];
@@ -77,7 +79,7 @@ TEST(stalled_phases_make_waiters_park_soon)
         fputc('\n', stderr);
         _exit(1);
     }
-    CHECK(abar__park_soon());
+    CHECK(stretch);
     CHECK_EQ(abar_destroy(&sb), 0);
 }
 
@@ -222,7 +224,6 @@ TEST(park_soon_stretch_must_pay)
     CHECK(abar__park_soon());
     phases(true, 1, CALLS); /* 100 times slower */
     stretch_ends();
-    phases(false, 100, CALLS);
     signs_now();
     CHECK(!abar__park_soon()); /* ignored */
     msleep(ABAR__CALM_NS / 1000000 + 10); /* and heard again after that */
@@ -281,22 +282,23 @@ TEST(park_soon_stretch_judged_by_last_spin_rate)
 
 /* White box: a thread that turns from one barrier to another hands over
  * what it counted on the first, however short, so a stretch's rate is not
- * made of the long counts alone.  Barrier A runs one phase per 100 µs
- * with a 3 ms stall every fifth, spinning and inside the stretch alike:
- * the stretch paid as well as spinning.  Inside it the thread also waits
- * on barrier B after one A phase in three, which ends its A count; the
- * A counts that reach 1 ms are the stalled ones, so a rate of those alone
- * reads the stretch about four times slower than spinning. */
+ * made of the long counts alone.  Spinning, barrier A runs one phase per
+ * 100 µs with a 3 ms stall every fifth; inside the stretch, one per 50 µs
+ * with a 1.5 ms stall every fifth: twice as fast, it paid.  Inside it the
+ * thread also waits on barrier B after one A phase in three, which ends
+ * its A count; the A counts that reach 1 ms are the stalled ones, so a
+ * rate of those alone reads the stretch twice as slow as spinning. */
 static char other_b;
 static void a_phase(bool soon, unsigned i, uint64_t *raw_b, bool with_b)
 {
-    const uint64_t t = abar__now_ns(), stall = i % 5 == 4 ? 3000000u : 0;
+    const uint64_t step = soon ? 50000u : 100000u, stall = i % 5 == 4 ? 30 * step : 0;
+    const uint64_t t = abar__now_ns();
     fake_raw += 1;
     abar__spin_phase(&fake_b, fake_raw, soon);
-    while (abar__now_ns() < t + 50000u + stall) {}
+    while (abar__now_ns() < t + step / 2 + stall) {}
     *raw_b += 1;
     if (with_b) abar__spin_phase(&other_b, *raw_b, soon);
-    while (abar__now_ns() < t + 100000u + stall) {}
+    while (abar__now_ns() < t + step + stall) {}
 }
 TEST(park_soon_stretch_counts_short_samples_too)
 {
@@ -307,9 +309,39 @@ TEST(park_soon_stretch_counts_short_samples_too)
     const uint64_t until = atomic_load(&abar__calm_until);
     for (unsigned i = 0; abar__now_ns() < until; i++) a_phase(true, i, &raw_b, i % 3 == 0);
     stretch_ends();
-    a_phase(false, 0, &raw_b, false);
     signs_now();
     CHECK(abar__park_soon()); /* heard: the stretch paid */
+}
+
+/* White box: a count still open when its stretch closed is dropped, not
+ * handed into the next stretch's sums: a stretch's last four waits, very
+ * fast, would otherwise make the next stretch, 100 times slower than
+ * spinning, read as paying. */
+TEST(park_soon_count_of_a_closed_stretch_dropped)
+{
+    phases(false, 100, CALLS);
+    signs_now();
+    CHECK(abar__park_soon());
+    phases(true, 1000000, 5); /* four waits: less than a count */
+    stretch_ends();
+    signs_now();
+    CHECK(abar__park_soon());
+    phases(true, 1, CALLS);
+    stretch_ends();
+    signs_now();
+    CHECK(!abar__park_soon()); /* ignored: it did not pay */
+}
+
+/* White box: a phase number may jump by any amount (abar_token_at, a
+ * barrier reused): the rate of such counts saturates, with no overflow
+ * (UBSan's float-cast-overflow fails the conversion it would be). */
+TEST(park_soon_rate_of_huge_phase_jumps)
+{
+    phases(false, 1ull << 56, CALLS);
+    signs_now();
+    CHECK(abar__park_soon());
+    phases(true, 1ull << 56, CALLS);
+    stretch_ends();
 }
 
 /* White box: while the stretch that ended is judged, signs start no other
@@ -386,6 +418,10 @@ TEST(stretch_spins_as_long_as_a_wake_up)
     for (; counted < 400 && now_ns() < t_end; n++) {
         struct rusage r0, r1;
         const uint64_t half = lean_wake() / 2;
+        /* the score of lost spins at 0 (white box): this case is the
+         * budget's length; a loaded host can lose enough spins to make
+         * waiters park at once, stretch_parks_at_once_while_spins_are_lost */
+        atomic_store_explicit(&lean_impl()->lean_miss, 0, memory_order_relaxed);
         CHECK_EQ(getrusage(RUSAGE_THREAD, &r0), 0);
         const uint64_t t = now_ns();
         CHECK_EQ(abar_arrive_and_wait(&sb), 0);
@@ -407,6 +443,62 @@ TEST(stretch_spins_as_long_as_a_wake_up)
     atomic_store(&abar__calm_until, 0);
 }
 
+/* White box: inside a stretch, spins that are lost (the peer arrives 3 ms
+ * late, every wait) raise the barrier's score until waiters park at once;
+ * when the peer comes back prompt (a quarter of a wake-up late), the
+ * probes' spins pay and bring it down until waiters spin again.  (Without
+ * the probes a barrier that parks at once never spins again.) */
+static _Atomic unsigned peer_late_us; /* 0: a quarter of a wake-up */
+static void *lean_peer(void *arg)
+{
+    (void)arg;
+    while (!atomic_load_explicit(&lean_quit, memory_order_relaxed)) {
+        const unsigned us = atomic_load_explicit(&peer_late_us, memory_order_relaxed);
+        if (us) {
+            usleep(us);
+        } else {
+            uint64_t d = lean_wake() / 4;
+            d = d < 2000u ? 2000u : d > 20000u ? 20000u : d;
+            const uint64_t t0 = now_ns();
+            while (now_ns() - t0 < d) {}
+        }
+        CHECK_EQ(abar_arrive_and_wait(&sb), 0);
+    }
+    return NULL;
+}
+static unsigned lean_miss(void) { return atomic_load_explicit(&lean_impl()->lean_miss, memory_order_relaxed); }
+TEST(stretch_parks_at_once_while_spins_are_lost)
+{
+    SKIP_IF(abar_ncpu() < 2, "one CPU: every wait of two is oversubscribed, and yields");
+    CHECK_EQ(setenv("ABAR_SPIN_NS", "2000000", 1), 0);
+    CHECK_EQ(abar_init(&sb, 2, NULL), 0);
+    atomic_store(&abar__calm_until, abar__now_ns() + 60000000000ull);
+    atomic_store(&peer_late_us, 3000);
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, lean_peer, NULL), 0);
+    unsigned n = 0;
+    while (lean_miss() < ABAR__LEAN_MISS_MAX && n < 400) {
+        CHECK_EQ(abar_arrive_and_wait(&sb), 0);
+        n++;
+    }
+    CHECK_EQ(lean_miss(), ABAR__LEAN_MISS_MAX);
+    CHECK_EQ(abar__spin_lean(lean_impl(), false), 0); /* park at once */
+    CHECK(abar__spin_lean(lean_impl(), true) > 0);     /* but a probe spins */
+    atomic_store(&peer_late_us, 0);
+    const uint64_t t_end = now_ns() + 5000000000ull;
+    while (lean_miss() >= ABAR__LEAN_MISS_PARK && now_ns() < t_end) CHECK_EQ(abar_arrive_and_wait(&sb), 0);
+    const unsigned back = lean_miss();
+    atomic_store(&lean_quit, 1);
+    CHECK_EQ(abar_arrive_and_drop(&sb), 0);
+    CHECK_EQ(pthread_join(th, NULL), 0);
+    if (back >= ABAR__LEAN_MISS_PARK) {
+        fprintf(stderr, "a prompt peer for 5 s left the score at %u (wake-up %llu ns)\n", back,
+                (unsigned long long)lean_wake());
+        _exit(1);
+    }
+    atomic_store(&abar__calm_until, 0);
+}
+
 /* White box: ABAR_SPIN_NS=0 makes default-policy waiters park at once
  * (docs/wait-policy.md), even after the barrier has measured slow
  * wake-ups, which otherwise set a floor under the budget (futex.c
@@ -418,7 +510,8 @@ TEST(spin_ns_zero_parks_at_once)
     atomic_store(&lean_impl()->wake_ns, 500000u); /* wake-ups of 500 µs seen */
     CHECK_EQ(abar__spin_budget(lean_impl(), 1), 0);
     CHECK_EQ(abar__spin_budget(lean_impl(), 5), 0);
-    CHECK_EQ(abar__spin_lean(lean_impl()), 0);
+    CHECK_EQ(abar__spin_lean(lean_impl(), false), 0);
+    CHECK_EQ(abar__spin_lean(lean_impl(), true), 0);
     CHECK_EQ(abar_destroy(&sb), 0);
 }
 
