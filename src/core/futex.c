@@ -94,18 +94,16 @@ uint64_t abar__spin_budget(const struct abar_impl *b, unsigned factor)
  * not costs as much as one).  So the barrier keeps a score, lean_miss:
  * each spin that was lost adds one, each that paid takes one away, within
  * 0..ABAR__LEAN_MISS_MAX (policy.h); from ABAR__LEAN_MISS_PARK on, waiters
- * park at once.  One wait in ABAR__LEAN_PROBE of each thread spins
- * whatever the score, so a barrier whose waiters park at once still sees
- * when spinning pays again. */
+ * park at once.  One wait in ABAR__LEAN_PROBE of each thread then spins the
+ * base budget, so a barrier whose waiters park at once still sees when
+ * spinning pays again. */
 
 uint64_t abar__spin_lean(const struct abar_impl *b, bool probe)
 {
-    const bool parks = atomic_load_explicit(&b->lean_miss, memory_order_relaxed) >= ABAR__LEAN_MISS_PARK;
-    if (parks && !probe) return 0;
-    /* A probe while waiters park at once spins two wake-ups: the phase it
-     * waits for now includes the peers' own wake-ups. */
-    const uint64_t w = atomic_load_explicit(&b->wake_ns, memory_order_relaxed) * (parks ? 2 : 1);
     const uint64_t base = abar__spin_ns();
+    if (atomic_load_explicit(&b->lean_miss, memory_order_relaxed) >= ABAR__LEAN_MISS_PARK)
+        return probe ? base : 0; /* a probe spins the base: the phase now includes the peers' wake-ups */
+    const uint64_t w = atomic_load_explicit(&b->wake_ns, memory_order_relaxed);
     return w < base ? w : base;
 }
 
