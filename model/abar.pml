@@ -123,7 +123,7 @@
  * checked as a variant, should it come back),
  * FIX_CANCEL_WAKE (1, as lifecycle.c:154 abar__futex_wake_all since
  * 8fb3cd8: abar_cancel always wakes; 0: only when PARKED, finding F2),
- * FIX_CANCEL_PARK (1, as wait.c:204 ST_CANCELLED since 177c88b: a parker
+ * FIX_CANCEL_PARK (1, as wait.c:198 ST_CANCELLED since 177c88b: a parker
  * whose look said "pending" on a cancelled state yields instead of
  * sleeping; 0: it parks, finding F4),
  * NO_ONLY (0: 1 leaves out the plain arrive without a wait in the last
@@ -135,7 +135,7 @@
  * the general path; 1: it has none and expects N <= ABAR__PAIR_MAX = 2
  * threads, abar_internal.h:118 ABAR__TICKET, lifecycle.c:64 ABAR__TICKET:
  * a single arrival is one CAS that sets HALF,
- * abar_internal.h:312-348 abar__ticket_add, and the second of a phase
+ * abar_internal.h:311-347 abar__ticket_add, and the second of a phase
  * carries into the phase bits, which opens the next phase in that CAS;
  * an add of HALF from b03b267, a CAS from a judged state since 33d0f1c
  * (before b03b267, pair_last's one CAS); not with AW_REGISTERED),
@@ -278,12 +278,12 @@
  * sleeper read). */
 #define FUT_CANC    128
 #define FUT_COUNT   127
-#define INSIDE_DEAD 128           /* abar_internal.h:245 ABAR__INSIDE_DEAD */
+#define INSIDE_DEAD 128           /* abar_internal.h:244 ABAR__INSIDE_DEAD */
 
 /* ---- the barrier (struct abar_impl, abar_internal.h:131-158 abar_impl) ----
  * `phase` and `futex` are the release words (struct abar__release,
  * abar_internal.h:100-105 abar__release), which every access reaches through rel(b)
- * (abar_internal.h:169-172 rel): `pair` beside the state word or `wide` on a
+ * (abar_internal.h:168-171 rel): `pair` beside the state word or `wide` on a
  * line of its own, fixed at init (lifecycle.c:63 ABAR__PAIR), so either way
  * one pair of words; where they live makes no difference to the protocol.
  * What ABAR__TICKET does change, the add of HALF, is the PAIR knob. */
@@ -330,11 +330,11 @@ bool cdone = !CANCELLER, odone = !OBSERVER, edone = !EXTRA;
 #define GEXP(p)    ((p) == 0 -> E0 : gexp[p])
 
 /* Every access to barrier memory: never after a successful destroy (P5).
- * abar__live's load of magic (abar_internal.h:201 magic) is folded into the call's
+ * abar__live's load of magic (abar_internal.h:200 magic) is folded into the call's
  * next access: a destroy before either is caught by that access. */
 #define ACCESS     assert(!dead)
 
-/* abar__snapshot, abar_internal.h:208-222 abar__snapshot: read phase, state, phase again;
+/* abar__snapshot, abar_internal.h:207-221 abar__snapshot: read phase, state, phase again;
  * returns cur (completed phases) and a state naming cur or cur + 1.  With
  * ATOMIC_SNAPSHOT the three loads are one step; that is sound exactly when
  * the check below holds for the three-step version (the ATOMIC_SNAPSHOT=0
@@ -371,7 +371,7 @@ inline snapshot(res, sv)
 /* owned_phase (arrive.c): the phase a completer owns, from `phase` read
  * after its RMW (S-1 or S) and its state's low bits */
 #define OWNED(ph, sv) (STPH(sv) == LO(ph) -> (ph) : (ph) + 1)
-/* abar_internal.h:224-227 abar__state_phase */
+/* abar_internal.h:223-226 abar__state_phase */
 #define STATE_PHASE(c, sv) (STPH(sv) == LO(c) -> (c) : (c) + 1)
 
 /* wait.c:15-27 judge (EDEADLK needs a completion that waits: not modelled) */
@@ -423,7 +423,7 @@ inline futex_wait(res, val, tmd)
     od
 }
 
-/* wait.c:99-232 block (with wait.c:82-86 lean_spin and wait.c:74-81
+/* wait.c:99-226 block (with wait.c:82-86 lean_spin and wait.c:74-81
  * first_polls): spin (unless PARK), then park.  Returns in r. */
 inline block(tk, tmd)
 {
@@ -434,9 +434,9 @@ inline block(tk, tmd)
      * wait.c:172-175 oversubscribed), ABAR_WAIT_SPIN never leaves it.  A
      * round reads `phase` (wait.c:137 released; the first 128 rounds,
      * wait.c:74-81 first_polls, in lean_spin, read only `phase`), then the
-     * futex word's cancel bit (wait.c:143 ABAR__FUTEX_CANCELLED), and looks
-     * (wait.c:145 look) when the bit is set or on every 1024th round
-     * (wait.c:144 `i % 1024`).  A round whose loads find phase <= tk, the
+     * futex word's cancel bit (wait.c:140 ABAR__FUTEX_CANCELLED), and looks
+     * (wait.c:142 look) when the bit is set or on every 1024th round
+     * (wait.c:141 `i % 1024`).  A round whose loads find phase <= tk, the
      * bit clear, and (if it looks) the token still pending changes nothing
      * but the spinner's locals; such rounds are folded into one blocking step
      * that waits until a round can see news: `phase` past tk, the bit, or
@@ -454,11 +454,11 @@ inline block(tk, tmd)
        :: tmp > tk -> r = 0; goto blockdone
        :: else -> skip
        fi;
-       atomic { ACCESS; tmp = futex };                   /* wait.c:143 futex */
+       atomic { ACCESS; tmp = futex };                   /* wait.c:140 futex */
        if
-       :: skip ->                                        /* wait.c:143-144 ABAR__FUTEX_CANCELLED: the cancel bit, or i % 1024 == 0 */
+       :: skip ->                                        /* wait.c:140-141 ABAR__FUTEX_CANCELLED: the cancel bit, or i % 1024 == 0 */
           tmp = 0;
-          look(r, tk);                                   /* wait.c:145 look */
+          look(r, tk);                                   /* wait.c:142 look */
           if :: !PENDING(r) -> goto blockdone :: else -> skip fi
        :: !(tmp & FUT_CANC) -> tmp = 0                   /* no bit, not a 1024th round */
        fi
@@ -466,18 +466,18 @@ inline block(tk, tmd)
        look(r, tk);
        r = (PENDING(r) -> ETIMEDOUT : r);
        goto blockdone
-    :: break                                             /* wait.c:121 ABAR_WAIT_PARK, wait.c:179 break: park */
+    :: break                                             /* wait.c:121 ABAR_WAIT_PARK, wait.c:174 break: park */
     od;
     /* The park loop, wait.c:190-225 `for (;;)`. */
     do
-    :: atomic { ACCESS; v = futex };                     /* wait.c:201 futex: the word before the look */
-       look(r, tk);                                      /* wait.c:202 look */
+    :: atomic { ACCESS; v = futex };                     /* wait.c:195 futex: the word before the look */
+       look(r, tk);                                      /* wait.c:196 look */
        if :: !PENDING(r) -> goto blockdone :: else -> skip fi;
-       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:203 deadline */
+       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:197 deadline */
        if
-       :: r == EBUSY -> goto parkagain                   /* wait.c:205-208 sched_yield */
+       :: r == EBUSY -> goto parkagain                   /* wait.c:199-202 sched_yield */
 #if FIX_CANCEL_PARK
-       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:204-207 ST_CANCELLED: cancelled, looked complete: yield */
+       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:198-201 ST_CANCELLED: cancelled, looked complete: yield */
 #endif
        :: else -> skip
        fi;
@@ -497,11 +497,11 @@ inline block(tk, tmd)
        :: else -> skip
        fi;
 #endif
-       futex_wait(r, v, tmd);                            /* wait.c:220 abar__futex_wait */
+       futex_wait(r, v, tmd);                            /* wait.c:214 abar__futex_wait */
        if
        :: r == ETIMEDOUT ->
-          look(r, tk);                                   /* wait.c:223 look */
-          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:224 ETIMEDOUT */
+          look(r, tk);                                   /* wait.c:217 look */
+          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:218 ETIMEDOUT */
           goto blockdone
        :: else -> skip
        fi;
@@ -512,11 +512,11 @@ blockdone:
     cur = 0; s = 0; ok = 0; tmp = 0; v = 0
 }
 
-/* enter, abar_internal.h:463-496 abar__enter: announce, then wait out a destroy's mark.
+/* enter, abar_internal.h:462-495 abar__enter: announce, then wait out a destroy's mark.
  *
  * The hazard-slot fences (hazard.c:11-23 fence).  The C orders the slot store
  * before the waiter's next loads with a "light" fence
- * (abar_internal.h:443 abar__hazard_fence_light, abar_internal.h:424-428
+ * (abar_internal.h:442 abar__hazard_fence_light, abar_internal.h:423-427
  * abar__hazard_fence_light: only a compiler barrier where membarrier is
  * registered) and destroy's mark before its slot loads with a "heavy" one
  * (lifecycle.c:100 abar__hazard_fence_heavy, hazard.c:45-50
@@ -561,24 +561,24 @@ inline enter()
 #endif
 }
 
-/* leave, abar_internal.h:500-508 abar__leave: after it this thread touches the barrier no more. */
+/* leave, abar_internal.h:499-507 abar__leave: after it this thread touches the barrier no more. */
 inline leave()
 {
 #if PSHARED
-    atomic { ACCESS; inside-- }                          /* abar_internal.h:503 inside */
+    atomic { ACCESS; inside-- }                          /* abar_internal.h:502 inside */
 #else
-    atomic { ACCESS; slot[_pid] = 0 }                    /* abar_internal.h:506 slot_pop */
+    atomic { ACCESS; slot[_pid] = 0 }                    /* abar_internal.h:505 slot_pop */
 #endif
 }
 
-/* wait.c:235-242 wait_registered (the caller, wait.c:244-269 wait_common, found the token
- * not yet complete on the release words, wait.c:253 done). */
+/* wait.c:229-236 wait_registered (the caller, wait.c:238-263 wait_common, found the token
+ * not yet complete on the release words, wait.c:247 done). */
 inline wait_registered(tk, tmd)
 {
-    enter();                                             /* wait.c:238 abar__enter */
+    enter();                                             /* wait.c:232 abar__enter */
     assert(entered);                                     /* no destroy races these waits */
-    block(tk, tmd);                                      /* wait.c:239 block */
-    leave()                                              /* wait.c:240 abar__leave */
+    block(tk, tmd);                                      /* wait.c:233 block */
+    leave()                                              /* wait.c:234 abar__leave */
 }
 
 /* What a returned wait may say (P1, P4). */
@@ -1429,9 +1429,9 @@ nextphase:
        :: !EXTRA && lastph && _pid != 0 && !NO_ONLY -> op = OP_ONLY
        :: EXTRA && _pid != 0 -> op = OP_ARR
        fi;
-       /* OP_AW is abar_arrive_and_wait: arrive_and_wait (wait.c:351-379 arrive_and_wait),
+       /* OP_AW is abar_arrive_and_wait: arrive_and_wait (wait.c:345-373 arrive_and_wait),
         * and on a private pair without a completion function (PAIR)
-        * pair_arrive_and_wait (wait.c:320-349 pair_arrive_and_wait), the same steps in one path:
+        * pair_arrive_and_wait (wait.c:314-343 pair_arrive_and_wait), the same steps in one path:
         * slot_push (enter), the look for destroy's mark, abar__ticket_add,
         * the first look at `phase` and the spin, pair_block (block),
         * slot_pop (leave).  Its PREFETCHW before the add
@@ -1482,7 +1482,7 @@ nextphase:
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
        if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:363 abar__enter */
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:357 abar__enter */
        :: else -> skip
        fi;
 #endif
@@ -1524,29 +1524,29 @@ arrivalmade:
           leave(); left = 1;                             /* bug 13: leaves right after its arrival */
 #endif
           if
-          :: lst -> skip                                 /* wait.c:371 last: we completed it */
+          :: lst -> skip                                 /* wait.c:365 last: we completed it */
           :: else ->
-             atomic { ACCESS; tmp = phase };             /* wait.c:374 phase: released meanwhile? */
+             atomic { ACCESS; tmp = phase };             /* wait.c:368 phase: released meanwhile? */
              if
 #if MUTANT == 12
              :: tmp >= tp -> tmp = 0                     /* bug 12: `phase` == tp taken as released */
 #else
-             :: tmp > tp -> tmp = 0                      /* wait.c:374 `> t.raw` */
+             :: tmp > tp -> tmp = 0                      /* wait.c:368 `> t.raw` */
 #endif
 #if MUTANT == 13
              :: else -> tmp = 0; wait_registered(tp, 0)  /* bug 13: then waits as abar_wait does */
 #else
-             :: else -> tmp = 0; block(tp, 0)            /* wait.c:376-377 block */
+             :: else -> tmp = 0; block(tp, 0)            /* wait.c:370-371 block */
 #endif
              fi
           fi;
           check_wait(tp, r, 0)
        :: r == 0 && (op == OP_SPLIT || op == OP_TIMED) ->
-          do                                             /* wait.c:244-269 wait_common */
-          :: atomic { ACCESS; tmp = phase };             /* wait.c:252 phase */
+          do                                             /* wait.c:238-263 wait_common */
+          :: atomic { ACCESS; tmp = phase };             /* wait.c:246 phase */
              if
              :: tp < tmp -> r = 0; tmp = 0
-             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:268 wait_registered */
+             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:262 wait_registered */
              fi;
              check_wait(tp, r, timed);
              if
@@ -1558,7 +1558,7 @@ arrivalmade:
        :: else -> skip
        fi;
        if
-       :: op == OP_AW && !left -> leave()                /* wait.c:377 abar__leave */
+       :: op == OP_AW && !left -> leave()                /* wait.c:371 abar__leave */
        :: else -> skip
        fi;
        if
@@ -1639,7 +1639,7 @@ active proctype canceller()
 #endif
 
 #if OBSERVER
-/* A non-participant: lifecycle.c:167-175 abar_current, then wait.c:271
+/* A non-participant: lifecycle.c:167-175 abar_current, then wait.c:265
  * abar_wait. */
 active proctype observer()
 {
@@ -1655,10 +1655,10 @@ active proctype observer()
     fi;
     if
     :: r == 0 && tp < NPH ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:252 phase */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:246 phase */
        if
        :: tp < tmp -> r = 0; tmp = 0
-       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:268 wait_registered */
+       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:262 wait_registered */
        fi;
        check_wait(tp, r, 0)
     :: else -> skip

@@ -154,8 +154,7 @@ struct abar_impl {
     _Atomic uint64_t parked_at;/* when a waiter last set PARKED, ns (futex.c) */
     _Atomic uint64_t woke_at; /* when a completer last woke sleepers, ns (futex.c) */
     _Atomic uint64_t wake_ns; /* how long woken sleepers take to run again, recently (futex.c) */
-    _Atomic uint32_t lean_miss;/* a stretch's spins: those lost less those that paid (futex.c) */
-    char pad2[20];
+    char pad2[24];
 };
 
 _Static_assert(sizeof(struct abar_impl) <= sizeof(abar_t), "abar_t too small");
@@ -527,9 +526,7 @@ int abar__futex_wait(_Atomic uint32_t *word, uint32_t val, bool pshared,
                      const struct timespec *abstime);
 uint64_t abar__spin_ns(void);
 uint64_t abar__spin_budget(const struct abar_impl *b, unsigned factor);
-uint64_t abar__spin_lean(const struct abar_impl *b, bool probe);
-void abar__spin_lean_done(struct abar_impl *b, bool paid);
-bool abar__spin_lean_probe(void);
+uint64_t abar__spin_lean(const struct abar_impl *b);
 void abar__spin_parking(struct abar_impl *b);
 void abar__spin_learn(struct abar_impl *b);
 void abar__spin_woken(struct abar_impl *b);

@@ -3,7 +3,6 @@
 #define _GNU_SOURCE
 #include "abar_internal.h"
 #include "os.h"
-#include "policy.h"
 
 #include <stdlib.h>
 
@@ -83,44 +82,12 @@ uint64_t abar__spin_budget(const struct abar_impl *b, unsigned factor)
  * then parking costs at most twice the better of the two, whatever the
  * phase's length (the ski-rental rule), and leaves the vCPUs of a phase
  * that stalls idle for the host to take: parking at once instead made every
- * phase shorter than a wake-up pay one (docs/lab/steal.md).
- *
- * But the rule counts only the spinner's own CPU.  Where the CPUs are
- * shared (another process busy beside the barrier's threads), the spin
- * also holds a CPU that the thread it waits for needs, and those waits
- * end only after the spin gives up: every spin is lost, and parking at
- * once is cheaper.  Spinning pays while more than about half the spins
- * end before their budget (each that does saves a wake-up, each that does
- * not costs as much as one).  So the barrier keeps a score, lean_miss:
- * each spin that was lost adds one, each that paid takes one away, within
- * 0..ABAR__LEAN_MISS_MAX (policy.h); from ABAR__LEAN_MISS_PARK on, waiters
- * park at once.  One wait in ABAR__LEAN_PROBE of each thread then spins the
- * base budget, so a barrier whose waiters park at once still sees when
- * spinning pays again. */
-
-uint64_t abar__spin_lean(const struct abar_impl *b, bool probe)
+ * phase shorter than a wake-up pay one (docs/lab/steal.md). */
+uint64_t abar__spin_lean(const struct abar_impl *b)
 {
-    const uint64_t base = abar__spin_ns();
-    if (atomic_load_explicit(&b->lean_miss, memory_order_relaxed) >= ABAR__LEAN_MISS_PARK)
-        return probe ? base : 0; /* a probe spins the base: the phase now includes the peers' wake-ups */
     const uint64_t w = atomic_load_explicit(&b->wake_ns, memory_order_relaxed);
+    const uint64_t base = abar__spin_ns();
     return w < base ? w : base;
-}
-
-/* A wait of a stretch spun its budget and `paid` (its phase was released
- * meanwhile) or not (it parks).  relaxed: a hint; racy updates lose a step. */
-void abar__spin_lean_done(struct abar_impl *b, bool paid)
-{
-    const uint32_t m = atomic_load_explicit(&b->lean_miss, memory_order_relaxed);
-    const uint32_t n = paid ? (m ? m - 1 : 0) : (m < ABAR__LEAN_MISS_MAX ? m + 1 : m);
-    if (n != m) atomic_store_explicit(&b->lean_miss, n, memory_order_relaxed);
-}
-
-/* Whether this wait of a stretch is the thread's probe (above). */
-bool abar__spin_lean_probe(void)
-{
-    static _Thread_local unsigned k;
-    return ++k % ABAR__LEAN_PROBE == 0;
 }
 
 /* A waiter is about to set PARKED (block()).  A barrier told to park at

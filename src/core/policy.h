@@ -38,14 +38,6 @@
 #define ABAR__SAMPLE 8u
 #define ABAR__SAMPLE_NS 1000000u
 
-/* A stretch's spins (futex.c abar__spin_lean): lost ones less those that
- * paid, kept between 0 and ABAR__LEAN_MISS_MAX; from ABAR__LEAN_MISS_PARK
- * waiters park at once, but for one wait in ABAR__LEAN_PROBE of each
- * thread, which spins. */
-#define ABAR__LEAN_MISS_MAX 8u
-#define ABAR__LEAN_MISS_PARK 4u
-#define ABAR__LEAN_PROBE 8u
-
 /* When the current park-soon stretch ends (ns, abar__now_ns), 0 if none,
  * ABAR__JUDGING while the one that ended is judged (policy.c). */
 #define ABAR__JUDGING 1u

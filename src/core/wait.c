@@ -119,7 +119,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
     const bool adapts = !oversubscribed && !(b->flags & (ABAR_WAIT_SPIN | ABAR_WAIT_PARK));
     const bool soon = adapts && abar__park_soon();
     uint64_t budget = (b->flags & ABAR_WAIT_PARK) ? 0
-                      : soon ? abar__spin_lean(b, abar__spin_lean_probe())
+                      : soon ? abar__spin_lean(b)
                              : abar__spin_budget(b, atomic_load_explicit(&b->slept, memory_order_relaxed)
                                                         ? ABAR__SLEPT_SPIN_FACTOR : 1);
     /* how fast this thread's phases go, for policy.c's check that parking
@@ -134,10 +134,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
          * and they share no line with the arrivals.  The usual news: our
          * phase is released.  acquire: pairs with the completer's release
          * store of phase. */
-        if (released(rw, t)) {
-            if (soon) abar__spin_lean_done(b, true);
-            return 0;
-        }
+        if (released(rw, t)) return 0;
         /* A cancel flags the futex word; a full look settles what that means
          * (and now and then what no word shows: the barrier finished). */
         if ((atomic_load_explicit(&rw->futex, memory_order_relaxed) & ABAR__FUTEX_CANCELLED) ||
@@ -174,10 +171,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
             if (now - t1 >= budget &&
                 (!oversubscribed ||
                  i >= 4 * atomic_load_explicit(&b->expected, memory_order_relaxed))) {
-                if (!(b->flags & ABAR_WAIT_SPIN)) {
-                    if (soon) abar__spin_lean_done(b, false);
-                    break;
-                }
+                if (!(b->flags & ABAR_WAIT_SPIN)) break;
                 /* A spinner past its budget never parks, but lets the CPU go
                  * each round: the thread it waits for may need it. */
                 oversubscribed = true;

@@ -19,16 +19,16 @@ reps = [
      "    if (!up && d > 0) atomic_store_explicit(&interp_down, d - 1, memory_order_relaxed);\n"
      "}\n\n"
      "/* Blocks until phase t.raw completes"),
-    ("""                      : soon ? abar__spin_lean(b, abar__spin_lean_probe())
+    ("""                      : soon ? abar__spin_lean(b)
                              : abar__spin_budget(b, atomic_load_explicit(&b->slept, memory_order_relaxed)
                                                         ? ABAR__SLEPT_SPIN_FACTOR : 1);""",
      """                      : abar__spin_ns() >> atomic_load_explicit(&interp_down, memory_order_relaxed);
     (void)soon;"""),
-    ("            if (soon) abar__spin_lean_done(b, true);",
-     "            if (adapts) interp_step(0);"),
+    ("        if (released(rw, t)) return 0;",
+     "        if (released(rw, t)) { if (adapts) interp_step(0); return 0; }"),
     ("if (!soon && now - t0 < ABAR__WAKING_SPIN_NS &&", "if (0 && now - t0 < ABAR__WAKING_SPIN_NS &&"),
-    ("                    if (soon) abar__spin_lean_done(b, false);",
-     "                    if (adapts) interp_step(1);"),
+    ("                if (!(b->flags & ABAR_WAIT_SPIN)) break;",
+     "                if (!(b->flags & ABAR_WAIT_SPIN)) { if (adapts) interp_step(1); break; }"),
 ]
 for old, new in reps:
     if s.count(old) != 1:
