@@ -47,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define FAIL(...)                                                          \
     do {                                                                   \
@@ -613,7 +614,12 @@ static void an_episode(struct input *in)
             if (!joined[i] && pthread_tryjoin_np(th[i], NULL) == 0) { joined[i] = 1; left--; idle = 0; }
         if (left == 0) break;
         if (++idle < 64) { sched_yield(); continue; }
-        if (topups++ == AN_TOPUP) {
+        /* Past AN_TOPUP arrivals, far more phases completed than any
+         * thread needs, but a thread starved of CPU (a busy host) may still
+         * be on its way: arrive once a millisecond for 2 s more (at most
+         * 2000 phases more, within AN_PHASES), then it is wedged. */
+        if (topups > AN_TOPUP) usleep(1000);
+        if (topups++ == AN_TOPUP + 2000) {
             /* wedged: say so, then cancel (releases everyone) to report */
             an_fail(&x, "waiters not released by further arrivals; phase", (long long)abar_phase(&x.bar), 0, 0);
             abar_cancel(&x.bar);
