@@ -69,8 +69,11 @@ static uint64_t close_stretch(int k)
     const uint64_t ns = atomic_exchange_explicit(&wns[k], 0, memory_order_relaxed);
     /* phases per second, at most 1e18 (a phase number that jumped, as one
      * set by the caller can, must not overflow the conversion) */
-    const double x = (double)ph * 1e9 / (double)(ns ? ns : 1);
-    const uint64_t r = n >= ABAR__RATE_WAITS && ns >= ABAR__RATE_NS ? (x < 1e18 ? (uint64_t)x : 1000000000000000000u) + 1 : 0;
+    uint64_t r = 0;
+    if (n >= ABAR__RATE_WAITS && ns >= ABAR__RATE_NS) {
+        const double x = (double)ph * 1e9 / (double)ns;
+        r = (x < 1e18 ? (uint64_t)x : 1000000000000000000u) + 1;
+    }
     /* too few samples: the last rate measured stands (spinning that works
      * leaves few waits past the first spin to sample) */
     if (r) atomic_store_explicit(&wrate[k], r, memory_order_relaxed);
@@ -181,15 +184,11 @@ static _Thread_local struct {
 
 static void hand_over(void)
 {
-    if (mine.n == 0) return;
-    if (mine.epoch != atomic_load_explicit(&epoch, memory_order_relaxed)) {
-        mine.ph = mine.ns = 0;
-        mine.n = 0;
-        return;
+    if (mine.n != 0 && mine.epoch == atomic_load_explicit(&epoch, memory_order_relaxed)) {
+        atomic_fetch_add_explicit(&wph[mine.soon], mine.ph, memory_order_relaxed);
+        atomic_fetch_add_explicit(&wns[mine.soon], mine.ns, memory_order_relaxed);
+        atomic_fetch_add_explicit(&wn[mine.soon], mine.n, memory_order_relaxed);
     }
-    atomic_fetch_add_explicit(&wph[mine.soon], mine.ph, memory_order_relaxed);
-    atomic_fetch_add_explicit(&wns[mine.soon], mine.ns, memory_order_relaxed);
-    atomic_fetch_add_explicit(&wn[mine.soon], mine.n, memory_order_relaxed);
     mine.ph = mine.ns = 0;
     mine.n = 0;
 }
