@@ -92,6 +92,12 @@ void abar__spin_phase(const void *b, uint64_t raw, bool soon)
     (void)raw;
     (void)soon;
 }
+ABAR__TLS unsigned abar__lean_waits;
+void abar__spin_lean_sample(const void *b, uint64_t raw)
+{
+    (void)b;
+    (void)raw;
+}
 #include "tree.c"
 #include "wait.c"
 

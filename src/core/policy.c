@@ -30,13 +30,17 @@
  * time now and then (a busier process of the same machine), or where the
  * host takes little, spinning can win: a phase stalled now and then costs
  * less than a wake-up every phase.  So each waiter counts how fast its own
- * phases go: at each wait that outlives its first spin, the phases of the
- * same barrier since its last such wait (the token's phase number tells,
- * the ones its first spin ended included) and the time since.  A stretch
- * whose phases went 1.5 times slower than those of the spinning stretch
- * before it makes the next signs be ignored for a while (ABAR__CALM_NS,
- * doubled each time again in a row); one that did as well or better keeps
- * them heard.  Oversubscribed waits (more threads than CPUs) keep
+ * phases go: at each wait that outlives its first spin, and at one in 64
+ * of those that do not (where spinning works, they are nearly all), the
+ * phases of the same barrier since its last such wait (the token's phase
+ * number tells) and the time since.  A stretch whose phases went 1.5 times
+ * slower than those of the spinning stretch before it makes the next signs
+ * be ignored for a while (ABAR__CALM_NS, doubled each time again in a
+ * row); one that did as well or better keeps them heard.  A stretch that
+ * is already 4 times slower, over enough samples, is judged then and
+ * there: a team on every CPU of a quiet machine gets signs from the
+ * machine's own noise, and there a stretch costs a round of wake-ups a
+ * phase (T = 32: 8 µs a phase in the median where spinning took 2).  Oversubscribed waits (more threads than CPUs) keep
  * their own rule (wait.c): they yield as they spin, so their clock jumps
  * say nothing.
  *
@@ -182,12 +186,33 @@ static _Thread_local struct {
     bool soon;
 } mine;
 
-static void hand_over(void)
+/* A park-soon stretch whose phases, over a rate's worth of samples, go
+ * ABAR__EARLY_WORSE times slower than spinning's is judged at once: where
+ * spinning works (every CPU busy, a few signs from the machine's own
+ * noise), each phase of a stretch costs a round of wake-ups, a hundred
+ * times a spinning phase, and 50 ms of them would cost more than the
+ * stretch could ever save. */
+static void judge_early(uint64_t now)
+{
+    const uint64_t spin = atomic_load_explicit(&wrate[0], memory_order_relaxed);
+    const uint64_t ns = atomic_load_explicit(&wns[1], memory_order_relaxed);
+    if (spin == 0 || ns < ABAR__RATE_NS || atomic_load_explicit(&wn[1], memory_order_relaxed) < ABAR__RATE_WAITS)
+        return;
+    const double park = (double)atomic_load_explicit(&wph[1], memory_order_relaxed) * 1e9 / (double)ns;
+    if (park * ABAR__EARLY_WORSE >= (double)spin) return;
+    const uint64_t u = atomic_load_explicit(&abar__calm_until, memory_order_relaxed);
+    if (u == 0 || u == ABAR__JUDGING || now >= u) return; /* none on, or its end is near */
+    atomic_store_explicit(&calm_end, now, memory_order_relaxed);
+    end_stretch(u, now);
+}
+
+static void hand_over(uint64_t now)
 {
     if (mine.n != 0 && mine.epoch == atomic_load_explicit(&epoch, memory_order_relaxed)) {
         atomic_fetch_add_explicit(&wph[mine.soon], mine.ph, memory_order_relaxed);
         atomic_fetch_add_explicit(&wns[mine.soon], mine.ns, memory_order_relaxed);
         atomic_fetch_add_explicit(&wn[mine.soon], mine.n, memory_order_relaxed);
+        if (mine.soon) judge_early(now);
     }
     mine.ph = mine.ns = 0;
     mine.n = 0;
@@ -199,13 +224,23 @@ void abar__spin_phase(const void *b, uint64_t raw, bool soon)
     if (b == mine.b && soon == mine.soon && raw > mine.raw) {
         mine.ph += raw - mine.raw;
         mine.ns += now - mine.at;
-        if (++mine.n == ABAR__SAMPLE || mine.ns >= ABAR__SAMPLE_NS) hand_over();
+        if (++mine.n == ABAR__SAMPLE || mine.ns >= ABAR__SAMPLE_NS) hand_over(now);
     } else { /* another barrier, or the kind changed: a new count */
-        hand_over();
+        hand_over(now);
     }
     mine.b = b;
     mine.raw = raw;
     mine.at = now;
     mine.soon = soon;
     if (mine.n == 0) mine.epoch = atomic_load_explicit(&epoch, memory_order_relaxed);
+}
+
+ABAR__TLS unsigned abar__lean_waits;
+
+void abar__spin_lean_sample(const void *b, uint64_t raw)
+{
+    /* a waiter told to spin has no policy to judge (block()'s `adapts`;
+     * the callers leave out those told to park and the oversubscribed) */
+    if (((const struct abar_impl *)b)->flags & ABAR_WAIT_SPIN) return;
+    abar__spin_phase(b, raw, abar__park_soon());
 }

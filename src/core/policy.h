@@ -37,6 +37,14 @@
 #define ABAR__RATE_NS 2000000u
 #define ABAR__SAMPLE 8u
 #define ABAR__SAMPLE_NS 1000000u
+/* Where spinning works few waits outlive the first spin: one wait in
+ * ABAR__LEAN_EVERY of those its first spin released is a sample too, so
+ * that spinning has a rate to judge a stretch against. */
+#define ABAR__LEAN_EVERY 64u
+/* A stretch whose phases already go ABAR__EARLY_WORSE times slower than
+ * spinning's, over a rate's worth of samples, ends there (judged, as at
+ * its end), not after its whole length. */
+#define ABAR__EARLY_WORSE 4u
 
 /* When the current park-soon stretch ends (ns, abar__now_ns), 0 if none,
  * ABAR__JUDGING while the one that ended is judged (policy.c). */
@@ -63,5 +71,15 @@ void abar__spin_slept(uint64_t parked, uint64_t woke, uint64_t now);
 /* A wait of phase `raw` of barrier `b` outlived the first spin (block());
  * `soon`: it parks soon (a stretch is on). */
 void abar__spin_phase(const void *b, uint64_t raw, bool soon);
+
+/* A wait of phase `raw` of barrier `b` ended in its first spin (wait.c):
+ * one in ABAR__LEAN_EVERY is a sample (abar__spin_lean_sample).  The count
+ * is the thread's; the branch is taken once in 64 waits. */
+extern ABAR__TLS unsigned abar__lean_waits;
+void abar__spin_lean_sample(const void *b, uint64_t raw);
+static inline void abar__spin_lean_waited(const void *b, uint64_t raw)
+{
+    if (__builtin_expect(++abar__lean_waits % ABAR__LEAN_EVERY == 0, 0)) abar__spin_lean_sample(b, raw);
+}
 
 #endif

@@ -82,7 +82,9 @@ static inline bool first_polls(const struct abar__release *rw, abar_token_t t)
 static inline bool lean_spin(const struct abar_impl *b, abar_token_t t)
 {
     if ((b->flags & ABAR_WAIT_PARK) || oversubscribed_by(b)) return false;
-    return first_polls(rel((struct abar_impl *)b), t) && abar__prefetch_next_arrival(b);
+    if (!first_polls(rel((struct abar_impl *)b), t)) return false;
+    abar__spin_lean_waited(b, t.raw); /* one in 64: a sample of how fast phases go (policy.c) */
+    return abar__prefetch_next_arrival(b);
 }
 
 /* An absolute CLOCK_MONOTONIC deadline in ns: a time before the epoch is
@@ -334,6 +336,7 @@ static inline __attribute__((always_inline)) int pair_arrive_and_wait(abar_t *b,
          * release may have come while we added) */
         const abar_token_t t = tok_make(abar__ticket_first_phase(bi, before, s), bi->ident);
         if (!first_polls(&bi->pair, t)) return pair_block(bi, t, h, d);
+        abar__spin_lean_waited(bi, t.raw);
         slot_pop(h, d);
         return 0;
     }

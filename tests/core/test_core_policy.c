@@ -29,6 +29,7 @@ static void pin0(void)
 }
 
 static abar_t sb;
+static struct abar_impl *lean_impl(void);
 static _Atomic unsigned late_ms; /* the peer's delay before each arrival */
 
 /* arrives (intptr_t)arg times, each late_ms late */
@@ -342,6 +343,46 @@ TEST(park_soon_rate_of_huge_phase_jumps)
     CHECK(abar__park_soon());
     phases(true, 1ull << 56, CALLS);
     stretch_ends();
+}
+
+/* White box: where spinning works, nearly every wait ends in its first
+ * spin: one in 64 of those is a sample, so spinning has a rate (here
+ * 1 phase per 2 µs, from those waits alone), and a stretch 50 times
+ * slower than that ends as soon as a rate's worth of its samples says so,
+ * well before its 50 ms, judged as not paying: the signs after it are
+ * ignored. */
+TEST(park_soon_stretch_far_worse_ends_early)
+{
+    CHECK_EQ(abar_init(&sb, 2, NULL), 0);
+    uint64_t raw = 0;
+    for (unsigned i = 0; i < ABAR__LEAN_EVERY * CALLS; i++) {
+        abar__spin_lean_waited(lean_impl(), ++raw);
+        const uint64_t t0 = abar__now_ns();
+        while (abar__now_ns() - t0 < 2000u) {}
+    }
+    signs_now();
+    CHECK(abar__park_soon());
+    const uint64_t until = atomic_load(&abar__calm_until);
+    phases(true, 1, CALLS); /* 6.5 ms */
+    CHECK(abar__now_ns() < until);
+    CHECK(!abar__park_soon()); /* over already */
+    signs_now();
+    CHECK(!abar__park_soon()); /* ignored: it did not pay */
+    CHECK_EQ(abar_destroy(&sb), 0);
+}
+
+/* White box: a stretch only twice as slow as spinning runs its length
+ * (an early verdict needs 4 times), and is then judged as not paying. */
+TEST(park_soon_stretch_somewhat_worse_runs_its_length)
+{
+    phases(false, 100, CALLS);
+    signs_now();
+    CHECK(abar__park_soon());
+    phases(true, 50, CALLS); /* 6.5 ms */
+    CHECK(abar__park_soon()); /* still on */
+    stretch_ends();
+    signs_now();
+    CHECK(!abar__park_soon());
 }
 
 /* White box: while the stretch that ended is judged, signs start no other
