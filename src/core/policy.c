@@ -37,8 +37,8 @@
  * slower than those of the spinning stretch before it makes the next signs
  * be ignored for a while (ABAR__CALM_NS, doubled each time again in a
  * row); one that did as well or better keeps them heard.  A stretch that
- * is already 4 times slower, over enough samples, is judged then and
- * there: a team on every CPU of a quiet machine gets signs from the
+ * is already 4 times slower, over enough samples and 10 ms, is judged then
+ * and there: a team on every CPU of a quiet machine gets signs from the
  * machine's own noise, and there a stretch costs a round of wake-ups a
  * phase (T = 32: 8 µs a phase in the median where spinning took 2).  Oversubscribed waits (more threads than CPUs) keep
  * their own rule (wait.c): they yield as they spin, so their clock jumps
@@ -52,6 +52,7 @@
 
 _Atomic uint64_t abar__calm_until;
 static _Atomic uint64_t calm_end;   /* when the last stretch ended or ends, 0 if none yet */
+static _Atomic uint64_t calm_start; /* when the last stretch started */
 static _Atomic uint32_t calm_shift; /* the next stretch lasts ABAR__CALM_NS << this */
 static _Atomic uint64_t sign_at;    /* when the last sign was seen */
 static _Atomic uint32_t signs;      /* signs in a row, each within the window of the last */
@@ -155,6 +156,7 @@ static void sign(uint64_t now)
     }
     const uint64_t until = now + ((uint64_t)ABAR__CALM_NS << sh);
     atomic_store_explicit(&calm_end, until, memory_order_relaxed);
+    atomic_store_explicit(&calm_start, now, memory_order_relaxed);
     atomic_store_explicit(&abar__calm_until, until, memory_order_relaxed);
 }
 
@@ -202,6 +204,7 @@ static void judge_early(uint64_t now)
     if (park * ABAR__EARLY_WORSE >= (double)spin) return;
     const uint64_t u = atomic_load_explicit(&abar__calm_until, memory_order_relaxed);
     if (u == 0 || u == ABAR__JUDGING || now >= u) return; /* none on, or its end is near */
+    if (now - atomic_load_explicit(&calm_start, memory_order_relaxed) < ABAR__EARLY_NS) return;
     atomic_store_explicit(&calm_end, now, memory_order_relaxed);
     end_stretch(u, now);
 }

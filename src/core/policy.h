@@ -42,9 +42,13 @@
  * that spinning has a rate to judge a stretch against. */
 #define ABAR__LEAN_EVERY 64u
 /* A stretch whose phases already go ABAR__EARLY_WORSE times slower than
- * spinning's, over a rate's worth of samples, ends there (judged, as at
- * its end), not after its whole length. */
+ * spinning's, over a rate's worth of samples and at least ABAR__EARLY_NS
+ * since it started, ends there (judged, as at its end), not after its
+ * whole length.  (The samples' time is summed over threads: with 24 of
+ * them a rate's worth takes 0.1 ms, too short a look where the host takes
+ * CPUs in bursts of milliseconds.) */
 #define ABAR__EARLY_WORSE 4u
+#define ABAR__EARLY_NS 10000000u
 
 /* When the current park-soon stretch ends (ns, abar__now_ns), 0 if none,
  * ABAR__JUDGING while the one that ended is judged (policy.c). */

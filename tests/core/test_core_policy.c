@@ -348,8 +348,8 @@ TEST(park_soon_rate_of_huge_phase_jumps)
 /* White box: where spinning works, nearly every wait ends in its first
  * spin: one in 64 of those is a sample, so spinning has a rate (here
  * 1 phase per 2 µs, from those waits alone), and a stretch 50 times
- * slower than that ends as soon as a rate's worth of its samples says so,
- * well before its 50 ms, judged as not paying: the signs after it are
+ * slower than that ends once a rate's worth of its samples and 10 ms say
+ * so, well before its 50 ms, judged as not paying: the signs after it are
  * ignored. */
 TEST(park_soon_stretch_far_worse_ends_early)
 {
@@ -360,11 +360,15 @@ TEST(park_soon_stretch_far_worse_ends_early)
         const uint64_t t0 = abar__now_ns();
         while (abar__now_ns() - t0 < 2000u) {}
     }
+    const uint64_t start = abar__now_ns();
     signs_now();
     CHECK(abar__park_soon());
     const uint64_t until = atomic_load(&abar__calm_until);
-    phases(true, 1, CALLS); /* 6.5 ms */
+    phases(true, 1, 30); /* 3 ms: a rate's worth, but the first look is 10 ms long */
+    if (abar__now_ns() < start + ABAR__EARLY_NS) CHECK(abar__park_soon());
+    while (abar__park_soon() && abar__now_ns() < until) phases(true, 1, 1);
     CHECK(abar__now_ns() < until);
+    CHECK(abar__now_ns() >= start + ABAR__EARLY_NS);
     CHECK(!abar__park_soon()); /* over already */
     signs_now();
     CHECK(!abar__park_soon()); /* ignored: it did not pay */
