@@ -62,6 +62,14 @@ static _Atomic uint32_t wn[2];      /* samples */
 static _Atomic uint64_t wrate[2];   /* the last stretch of each kind: phases per second, 0 if unknown */
 static _Atomic uint64_t deaf_until; /* signs are ignored until then: stretches did not pay */
 static _Atomic uint32_t deaf_shift; /* the next such while lasts ABAR__CALM_NS << this */
+/* What a stretch is judged against: the rate of the spinning stretch
+ * before it, or, if lower, that of the spinning since the first sign of
+ * the series that started it.  Where the host takes CPUs in bursts, the
+ * spinning stretch is mostly the quiet time before a burst, and the
+ * stretch runs in the burst: the spinning the signs came in says what
+ * spinning does there. */
+static _Atomic uint64_t spin_ref;
+static _Atomic uint64_t sign_ph, sign_ns; /* the spinning sums at the series' first sign */
 
 static _Atomic uint32_t epoch;      /* stretches closed so far: a count names the one it is of */
 
@@ -89,7 +97,7 @@ static uint64_t close_stretch(int k)
 static void judge_stretch(uint64_t now)
 {
     const uint64_t park = close_stretch(1);
-    const uint64_t spin = atomic_load_explicit(&wrate[0], memory_order_relaxed);
+    const uint64_t spin = atomic_load_explicit(&spin_ref, memory_order_relaxed);
     uint32_t sh = atomic_load_explicit(&deaf_shift, memory_order_relaxed);
     if (park && spin && spin * ABAR__WORSE_DEN > park * ABAR__WORSE_NUM) {
         atomic_store_explicit(&deaf_until, now + ((uint64_t)ABAR__CALM_NS << sh), memory_order_relaxed);
@@ -105,11 +113,12 @@ static void judge_stretch(uint64_t now)
  * whose CAS takes it) judges it, and meanwhile abar__calm_until reads
  * ABAR__JUDGING, so a sign seen then cannot start the next stretch before
  * the verdict (a stretch that did not pay makes the next signs unheard). */
-static void end_stretch(uint64_t u, uint64_t now)
+static void end_stretch(uint64_t u, uint64_t now, bool early)
 {
     if (!atomic_compare_exchange_strong_explicit(&abar__calm_until, &u, ABAR__JUDGING,
                                                  memory_order_relaxed, memory_order_relaxed))
         return; /* another thread ends it, or a stretch started meanwhile */
+    if (early) atomic_store_explicit(&calm_end, now, memory_order_relaxed);
     judge_stretch(now);
     atomic_store_explicit(&abar__calm_until, 0, memory_order_relaxed);
 }
@@ -120,7 +129,7 @@ bool abar__park_soon_slow(void)
     if (u == 0 || u == ABAR__JUDGING) return false;
     const uint64_t now = abar__now_ns();
     if (now < u) return true;
-    end_stretch(u, now); /* over: spin again */
+    end_stretch(u, now, false); /* over: spin again */
     return false;
 }
 
@@ -132,6 +141,15 @@ static void sign(uint64_t now)
                            ? atomic_load_explicit(&signs, memory_order_relaxed) + 1 : 1;
     if (n < ABAR__SIGNS) {
         atomic_store_explicit(&signs, n, memory_order_relaxed);
+        if (n == 1 && atomic_load_explicit(&abar__calm_until, memory_order_relaxed) == 0) {
+            /* the spinning since this sign is measured apart: the sums now,
+             * and no count begun before it */
+            atomic_fetch_add_explicit(&epoch, 1, memory_order_relaxed);
+            atomic_store_explicit(&sign_ph, atomic_load_explicit(&wph[0], memory_order_relaxed),
+                                  memory_order_relaxed);
+            atomic_store_explicit(&sign_ns, atomic_load_explicit(&wns[0], memory_order_relaxed),
+                                  memory_order_relaxed);
+        }
         return;
     }
     atomic_store_explicit(&signs, 0, memory_order_relaxed);
@@ -142,11 +160,24 @@ static void sign(uint64_t now)
      * wake-ups can bring them), and it would never end to be judged. */
     if (was == ABAR__JUDGING || (was != 0 && now < was)) return;
     if (was != 0) { /* one over but not yet seen so: judged first */
-        end_stretch(was, now);
+        end_stretch(was, now, false);
         if (atomic_load_explicit(&abar__calm_until, memory_order_relaxed) != 0) return;
         if (now < atomic_load_explicit(&deaf_until, memory_order_relaxed)) return; /* it did not pay */
     }
-    close_stretch(0); /* a spinning stretch ends here */
+    /* a spinning stretch ends here; the spinning since the series' first
+     * sign, if there is a rate's worth, judges the stretch if slower */
+    const uint64_t ph = atomic_load_explicit(&wph[0], memory_order_relaxed) -
+                        atomic_load_explicit(&sign_ph, memory_order_relaxed);
+    const uint64_t ns = atomic_load_explicit(&wns[0], memory_order_relaxed) -
+                        atomic_load_explicit(&sign_ns, memory_order_relaxed);
+    uint64_t ref = close_stretch(0);
+    if (ns >= ABAR__SAMPLE_NS && ns < ((uint64_t)1 << 62)) { /* not a snapshot of sums since closed */
+        const double x = (double)ph * 1e9 / (double)ns;
+        if (ref == 0 || x + 1 < (double)ref) ref = (uint64_t)x + 1;
+    }
+    atomic_store_explicit(&spin_ref, ref, memory_order_relaxed);
+    atomic_store_explicit(&sign_ph, 0, memory_order_relaxed); /* the sums start afresh */
+    atomic_store_explicit(&sign_ns, 0, memory_order_relaxed);
     const uint64_t end = atomic_load_explicit(&calm_end, memory_order_relaxed);
     uint32_t sh = atomic_load_explicit(&calm_shift, memory_order_relaxed);
     if (end != 0 && now >= end) { /* a stretch ended: how soon the signs came back */
@@ -196,7 +227,7 @@ static _Thread_local struct {
  * stretch could ever save. */
 static void judge_early(uint64_t now)
 {
-    const uint64_t spin = atomic_load_explicit(&wrate[0], memory_order_relaxed);
+    const uint64_t spin = atomic_load_explicit(&spin_ref, memory_order_relaxed);
     const uint64_t ns = atomic_load_explicit(&wns[1], memory_order_relaxed);
     if (spin == 0 || ns < ABAR__RATE_NS || atomic_load_explicit(&wn[1], memory_order_relaxed) < ABAR__RATE_WAITS)
         return;
@@ -205,8 +236,7 @@ static void judge_early(uint64_t now)
     const uint64_t u = atomic_load_explicit(&abar__calm_until, memory_order_relaxed);
     if (u == 0 || u == ABAR__JUDGING || now >= u) return; /* none on, or its end is near */
     if (now - atomic_load_explicit(&calm_start, memory_order_relaxed) < ABAR__EARLY_NS) return;
-    atomic_store_explicit(&calm_end, now, memory_order_relaxed);
-    end_stretch(u, now);
+    end_stretch(u, now, true);
 }
 
 static void hand_over(uint64_t now)

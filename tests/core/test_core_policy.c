@@ -375,6 +375,39 @@ TEST(park_soon_stretch_far_worse_ends_early)
     CHECK_EQ(abar_destroy(&sb), 0);
 }
 
+/* White box: a host that takes CPUs in bursts.  Quiet, phases go at 1
+ * per 2 µs, every wait ending in its first spin (one in 64 a sample); then
+ * a burst: the signs come one by one, and between them spinning phases
+ * stall, 1 per ms.  The stretch they start parks at 1 phase per 200 µs:
+ * 100 times slower than the quiet spinning, 5 times faster than the
+ * spinning in the burst, which is what it is judged against: it runs past
+ * the early verdict's 10 ms, and is judged as paying (the next signs are
+ * heard). */
+TEST(park_soon_stretch_judged_against_the_spinning_in_the_burst)
+{
+    CHECK_EQ(abar_init(&sb, 2, NULL), 0);
+    uint64_t raw = 0;
+    for (unsigned i = 0; i < ABAR__LEAN_EVERY * CALLS; i++) {
+        abar__spin_lean_waited(lean_impl(), ++raw);
+        const uint64_t t0 = abar__now_ns();
+        while (abar__now_ns() - t0 < 2000u) {}
+    }
+    for (unsigned k = 0; k < ABAR__SIGNS; k++) {
+        abar__spin_gap(abar__now_ns(), ABAR__GAP_NS);
+        if (k + 1 < ABAR__SIGNS) phases_every(false, 1, 5, 1000000u); /* 5 ms, stalled */
+    }
+    CHECK(abar__park_soon());
+    const uint64_t s0 = abar__now_ns();
+    while (abar__now_ns() - s0 < 2 * ABAR__EARLY_NS) {
+        phases_every(true, 1, 1, 200000u);
+        CHECK(abar__park_soon()); /* not ended early */
+    }
+    stretch_ends();
+    signs_now();
+    CHECK(abar__park_soon()); /* heard: it paid */
+    CHECK_EQ(abar_destroy(&sb), 0);
+}
+
 /* White box: a stretch only a little slower than spinning (1.25 times,
  * where it would have to be 4 times) is not ended early: over 20 ms, twice
  * the first look, it stays on, unless the test's own clock says its phases
