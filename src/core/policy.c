@@ -34,9 +34,12 @@
  * of those that do not (where spinning works, they are nearly all), the
  * phases of the same barrier since its last such wait (the token's phase
  * number tells) and the time since.  A stretch whose phases went 1.5 times
- * slower than those of the spinning stretch before it makes the next signs
- * be ignored for a while (ABAR__CALM_NS, doubled each time again in a
- * row); one that did as well or better keeps them heard.  A stretch that
+ * slower than those of the spinning before it (the spinning stretch, or
+ * the spinning since the first of the signs that started it, whichever
+ * went slower: where the host takes CPUs in bursts, only the latter is of
+ * the burst the stretch runs in) makes the next signs be ignored for a
+ * while (ABAR__CALM_NS, doubled each time again in a row); one that did as
+ * well or better keeps them heard.  A stretch that
  * is already 4 times slower, over enough samples and 10 ms, is judged then
  * and there: a team on every CPU of a quiet machine gets signs from the
  * machine's own noise, and there a stretch costs a round of wake-ups a
