@@ -39,13 +39,13 @@
  * went slower: where the host takes CPUs in bursts, only the latter is of
  * the burst the stretch runs in) makes the next signs be ignored for a
  * while (ABAR__CALM_NS, doubled each time again in a row); one that did as
- * well or better keeps them heard.  A stretch that
- * is already 4 times slower, over enough samples and 10 ms, is judged then
- * and there: a team on every CPU of a quiet machine gets signs from the
- * machine's own noise, and there a stretch costs a round of wake-ups a
- * phase (T = 32: 8 µs a phase in the median where spinning took 2).  Oversubscribed waits (more threads than CPUs) keep
- * their own rule (wait.c): they yield as they spin, so their clock jumps
- * say nothing.
+ * well or better keeps them heard.  A stretch already 4 times slower, over
+ * enough samples and 10 ms, is judged then and there: a team on every CPU
+ * of a quiet machine gets signs from the machine's own noise, and there a
+ * stretch costs a round of wake-ups a phase (T = 32: 8 µs a phase in the
+ * median where spinning took 2).  Oversubscribed waits (more threads than
+ * CPUs) keep their own rule (wait.c): they yield as they spin, so their
+ * clock jumps say nothing.
  *
  * The state is the process's, not a barrier's: the host takes CPUs from
  * the whole process.  All of it is hints: relaxed, racy updates lose at
@@ -222,8 +222,9 @@ static _Thread_local struct {
     bool soon;
 } mine;
 
-/* A park-soon stretch whose phases, over a rate's worth of samples, go
- * ABAR__EARLY_WORSE times slower than spinning's is judged at once: where
+/* A park-soon stretch whose phases, over a rate's worth of samples and
+ * ABAR__EARLY_NS of its time, go ABAR__EARLY_WORSE times slower than the
+ * spinning it is judged against (spin_ref) is judged at once: where
  * spinning works (every CPU busy, a few signs from the machine's own
  * noise), each phase of a stretch costs a round of wake-ups, a hundred
  * times a spinning phase, and 50 ms of them would cost more than the
