@@ -77,19 +77,22 @@ static _Atomic uint64_t sign_ph, sign_ns; /* the spinning sums at the series' fi
 static _Atomic uint32_t epoch;      /* stretches closed so far: a count names the one it is of */
 
 /* Ends a stretch of kind k (1 park-soon, 0 spin): its phase rate. */
+/* Phases per second, plus 1 (0 is "unknown"), at most 1e18 + 1: a phase
+ * number that jumped, as one set by the caller can, must not overflow the
+ * conversion.  ns > 0. */
+static uint64_t rate(uint64_t ph, uint64_t ns)
+{
+    const double x = (double)ph * 1e9 / (double)ns;
+    return (x < 1e18 ? (uint64_t)x : 1000000000000000000u) + 1;
+}
+
 static uint64_t close_stretch(int k)
 {
     atomic_fetch_add_explicit(&epoch, 1, memory_order_relaxed);
     const uint32_t n = atomic_exchange_explicit(&wn[k], 0, memory_order_relaxed);
     const uint64_t ph = atomic_exchange_explicit(&wph[k], 0, memory_order_relaxed);
     const uint64_t ns = atomic_exchange_explicit(&wns[k], 0, memory_order_relaxed);
-    /* phases per second, at most 1e18 (a phase number that jumped, as one
-     * set by the caller can, must not overflow the conversion) */
-    uint64_t r = 0;
-    if (n >= ABAR__RATE_WAITS && ns >= ABAR__RATE_NS) {
-        const double x = (double)ph * 1e9 / (double)ns;
-        r = (x < 1e18 ? (uint64_t)x : 1000000000000000000u) + 1;
-    }
+    const uint64_t r = n >= ABAR__RATE_WAITS && ns >= ABAR__RATE_NS ? rate(ph, ns) : 0;
     /* too few samples: the last rate measured stands (spinning that works
      * leaves few waits past the first spin to sample) */
     if (r) atomic_store_explicit(&wrate[k], r, memory_order_relaxed);
@@ -175,8 +178,8 @@ static void sign(uint64_t now)
                         atomic_load_explicit(&sign_ns, memory_order_relaxed);
     uint64_t ref = close_stretch(0);
     if (ns >= ABAR__SAMPLE_NS && ns < ((uint64_t)1 << 62)) { /* not a snapshot of sums since closed */
-        const double x = (double)ph * 1e9 / (double)ns;
-        if (ref == 0 || x + 1 < (double)ref) ref = (uint64_t)x + 1;
+        const uint64_t since = rate(ph, ns);
+        if (ref == 0 || since < ref) ref = since;
     }
     atomic_store_explicit(&spin_ref, ref, memory_order_relaxed);
     atomic_store_explicit(&sign_ph, 0, memory_order_relaxed); /* the sums start afresh */

@@ -343,6 +343,11 @@ TEST(park_soon_rate_of_huge_phase_jumps)
     CHECK(abar__park_soon());
     phases(true, 1ull << 56, CALLS);
     stretch_ends();
+    /* and the spinning since a series' first sign */
+    for (unsigned k = 0; k < ABAR__SIGNS; k++) {
+        abar__spin_gap(abar__now_ns(), ABAR__GAP_NS);
+        if (k + 1 < ABAR__SIGNS) phases_every(false, 1ull << 56, 5, 1000000u);
+    }
 }
 
 /* White box: where spinning works, nearly every wait ends in its first
