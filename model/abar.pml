@@ -123,7 +123,7 @@
  * checked as a variant, should it come back),
  * FIX_CANCEL_WAKE (1, as lifecycle.c:154 abar__futex_wake_all since
  * 8fb3cd8: abar_cancel always wakes; 0: only when PARKED, finding F2),
- * FIX_CANCEL_PARK (1, as wait.c:200 ST_CANCELLED since 177c88b: a parker
+ * FIX_CANCEL_PARK (1, as wait.c:197 ST_CANCELLED since 177c88b: a parker
  * whose look said "pending" on a cancelled state yields instead of
  * sleeping; 0: it parks, finding F4),
  * NO_ONLY (0: 1 leaves out the plain arrive without a wait in the last
@@ -423,20 +423,20 @@ inline futex_wait(res, val, tmd)
     od
 }
 
-/* wait.c:101-228 block (with wait.c:82-88 lean_spin and wait.c:74-81
+/* wait.c:100-225 block (with wait.c:82-87 lean_spin and wait.c:74-81
  * first_polls): spin (unless PARK), then park.  Returns in r. */
 inline block(tk, tmd)
 {
-    /* The spin loop, wait.c:132-180 `for (unsigned i = 1`.  Its policy is a
-     * free choice each round: ABAR_WAIT_PARK skips it (wait.c:121
+    /* The spin loop, wait.c:129-177 `for (unsigned i = 1`.  Its policy is a
+     * free choice each round: ABAR_WAIT_PARK skips it (wait.c:120
      * ABAR_WAIT_PARK), the default leaves it when the budget is spent (and,
      * oversubscribed, after 4 yields per participant: any round,
-     * wait.c:172-175 oversubscribed), ABAR_WAIT_SPIN never leaves it.  A
-     * round reads `phase` (wait.c:137 released; the first 128 rounds,
+     * wait.c:169-172 oversubscribed), ABAR_WAIT_SPIN never leaves it.  A
+     * round reads `phase` (wait.c:134 released; the first 128 rounds,
      * wait.c:74-81 first_polls, in lean_spin, read only `phase`), then the
-     * futex word's cancel bit (wait.c:142 ABAR__FUTEX_CANCELLED), and looks
-     * (wait.c:144 look) when the bit is set or on every 1024th round
-     * (wait.c:143 `i % 1024`).  A round whose loads find phase <= tk, the
+     * futex word's cancel bit (wait.c:139 ABAR__FUTEX_CANCELLED), and looks
+     * (wait.c:141 look) when the bit is set or on every 1024th round
+     * (wait.c:140 `i % 1024`).  A round whose loads find phase <= tk, the
      * bit clear, and (if it looks) the token still pending changes nothing
      * but the spinner's locals; such rounds are folded into one blocking step
      * that waits until a round can see news: `phase` past tk, the bit, or
@@ -449,35 +449,35 @@ inline block(tk, tmd)
      * caught (P5) by the round's first access. */
     do
     :: atomic { ACCESS; phase > tk || (futex & FUT_CANC) || (state & (CANC | FIN)) || dead || EXTRA && tmd } ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:77,137 released */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:77,134 released */
        if
        :: tmp > tk -> r = 0; goto blockdone
        :: else -> skip
        fi;
-       atomic { ACCESS; tmp = futex };                   /* wait.c:140 futex */
+       atomic { ACCESS; tmp = futex };                   /* wait.c:137 futex */
        if
-       :: skip ->                                        /* wait.c:142-143 ABAR__FUTEX_CANCELLED: the cancel bit, or i % 1024 == 0 */
+       :: skip ->                                        /* wait.c:139-140 ABAR__FUTEX_CANCELLED: the cancel bit, or i % 1024 == 0 */
           tmp = 0;
-          look(r, tk);                                   /* wait.c:144 look */
+          look(r, tk);                                   /* wait.c:141 look */
           if :: !PENDING(r) -> goto blockdone :: else -> skip fi
        :: !(tmp & FUT_CANC) -> tmp = 0                   /* no bit, not a 1024th round */
        fi
-    :: tmd ->                                            /* wait.c:153-156 deadline: one more look */
+    :: tmd ->                                            /* wait.c:150-153 deadline: one more look */
        look(r, tk);
        r = (PENDING(r) -> ETIMEDOUT : r);
        goto blockdone
-    :: break                                             /* wait.c:121 ABAR_WAIT_PARK, wait.c:176 break: park */
+    :: break                                             /* wait.c:120 ABAR_WAIT_PARK, wait.c:173 break: park */
     od;
-    /* The park loop, wait.c:190-225 `for (;;)`. */
+    /* The park loop, wait.c:187-222 `for (;;)`. */
     do
-    :: atomic { ACCESS; v = futex };                     /* wait.c:197 futex: the word before the look */
-       look(r, tk);                                      /* wait.c:198 look */
+    :: atomic { ACCESS; v = futex };                     /* wait.c:194 futex: the word before the look */
+       look(r, tk);                                      /* wait.c:195 look */
        if :: !PENDING(r) -> goto blockdone :: else -> skip fi;
-       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:199 deadline */
+       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:196 deadline */
        if
-       :: r == EBUSY -> goto parkagain                   /* wait.c:199-202 sched_yield */
+       :: r == EBUSY -> goto parkagain                   /* wait.c:196-199 sched_yield */
 #if FIX_CANCEL_PARK
-       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:198-201 ST_CANCELLED: cancelled, looked complete: yield */
+       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:195-198 ST_CANCELLED: cancelled, looked complete: yield */
 #endif
        :: else -> skip
        fi;
@@ -497,11 +497,11 @@ inline block(tk, tmd)
        :: else -> skip
        fi;
 #endif
-       futex_wait(r, v, tmd);                            /* wait.c:216 abar__futex_wait */
+       futex_wait(r, v, tmd);                            /* wait.c:213 abar__futex_wait */
        if
        :: r == ETIMEDOUT ->
-          look(r, tk);                                   /* wait.c:219 look */
-          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:218 ETIMEDOUT */
+          look(r, tk);                                   /* wait.c:216 look */
+          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:215 ETIMEDOUT */
           goto blockdone
        :: else -> skip
        fi;
@@ -571,14 +571,14 @@ inline leave()
 #endif
 }
 
-/* wait.c:231-238 wait_registered (the caller, wait.c:240-265 wait_common, found the token
- * not yet complete on the release words, wait.c:249 done). */
+/* wait.c:228-235 wait_registered (the caller, wait.c:237-262 wait_common, found the token
+ * not yet complete on the release words, wait.c:246 done). */
 inline wait_registered(tk, tmd)
 {
-    enter();                                             /* wait.c:234 abar__enter */
+    enter();                                             /* wait.c:231 abar__enter */
     assert(entered);                                     /* no destroy races these waits */
-    block(tk, tmd);                                      /* wait.c:235 block */
-    leave()                                              /* wait.c:236 abar__leave */
+    block(tk, tmd);                                      /* wait.c:232 block */
+    leave()                                              /* wait.c:233 abar__leave */
 }
 
 /* What a returned wait may say (P1, P4). */
@@ -1429,9 +1429,9 @@ nextphase:
        :: !EXTRA && lastph && _pid != 0 && !NO_ONLY -> op = OP_ONLY
        :: EXTRA && _pid != 0 -> op = OP_ARR
        fi;
-       /* OP_AW is abar_arrive_and_wait: arrive_and_wait (wait.c:348-376 arrive_and_wait),
+       /* OP_AW is abar_arrive_and_wait: arrive_and_wait (wait.c:345-373 arrive_and_wait),
         * and on a private pair without a completion function (PAIR)
-        * pair_arrive_and_wait (wait.c:316-346 pair_arrive_and_wait), the same steps in one path:
+        * pair_arrive_and_wait (wait.c:313-343 pair_arrive_and_wait), the same steps in one path:
         * slot_push (enter), the look for destroy's mark, abar__ticket_add,
         * the first look at `phase` and the spin, pair_block (block),
         * slot_pop (leave).  Its PREFETCHW before the add
@@ -1482,7 +1482,7 @@ nextphase:
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
        if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:360 abar__enter */
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:357 abar__enter */
        :: else -> skip
        fi;
 #endif
@@ -1531,22 +1531,22 @@ arrivalmade:
 #if MUTANT == 12
              :: tmp >= tp -> tmp = 0                     /* bug 12: `phase` == tp taken as released */
 #else
-             :: tmp > tp -> tmp = 0                      /* wait.c:371 `> t.raw` */
+             :: tmp > tp -> tmp = 0                      /* wait.c:368 `> t.raw` */
 #endif
 #if MUTANT == 13
              :: else -> tmp = 0; wait_registered(tp, 0)  /* bug 13: then waits as abar_wait does */
 #else
-             :: else -> tmp = 0; block(tp, 0)            /* wait.c:373-374 block */
+             :: else -> tmp = 0; block(tp, 0)            /* wait.c:370-371 block */
 #endif
              fi
           fi;
           check_wait(tp, r, 0)
        :: r == 0 && (op == OP_SPLIT || op == OP_TIMED) ->
-          do                                             /* wait.c:240-265 wait_common */
-          :: atomic { ACCESS; tmp = phase };             /* wait.c:248 phase */
+          do                                             /* wait.c:237-262 wait_common */
+          :: atomic { ACCESS; tmp = phase };             /* wait.c:245 phase */
              if
              :: tp < tmp -> r = 0; tmp = 0
-             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:264 wait_registered */
+             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:261 wait_registered */
              fi;
              check_wait(tp, r, timed);
              if
@@ -1558,7 +1558,7 @@ arrivalmade:
        :: else -> skip
        fi;
        if
-       :: op == OP_AW && !left -> leave()                /* wait.c:374 abar__leave */
+       :: op == OP_AW && !left -> leave()                /* wait.c:371 abar__leave */
        :: else -> skip
        fi;
        if
@@ -1639,7 +1639,7 @@ active proctype canceller()
 #endif
 
 #if OBSERVER
-/* A non-participant: lifecycle.c:167-175 abar_current, then wait.c:267
+/* A non-participant: lifecycle.c:167-175 abar_current, then wait.c:264
  * abar_wait. */
 active proctype observer()
 {
@@ -1655,10 +1655,10 @@ active proctype observer()
     fi;
     if
     :: r == 0 && tp < NPH ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:248 phase */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:245 phase */
        if
        :: tp < tmp -> r = 0; tmp = 0
-       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:264 wait_registered */
+       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:261 wait_registered */
        fi;
        check_wait(tp, r, 0)
     :: else -> skip

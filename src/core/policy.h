@@ -81,9 +81,11 @@ void abar__spin_phase(const void *b, uint64_t raw, bool soon);
  * is the thread's; the branch is taken once in 64 waits. */
 extern ABAR__TLS unsigned abar__lean_waits;
 void abar__spin_lean_sample(const void *b, uint64_t raw);
-static inline void abar__spin_lean_waited(const void *b, uint64_t raw)
+/* Returns true, for wait.c lean_spin's expression. */
+static inline bool abar__spin_lean_waited(const void *b, uint64_t raw)
 {
     if (__builtin_expect(++abar__lean_waits % ABAR__LEAN_EVERY == 0, 0)) abar__spin_lean_sample(b, raw);
+    return true;
 }
 
 #endif

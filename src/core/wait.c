@@ -68,9 +68,9 @@ static inline bool oversubscribed_by(const struct abar_impl *b)
  * with nothing else between seeing it and returning (a cancel is seen by
  * block()'s loop, at most this many rounds later).  Not for timed waits
  * (their deadline is checked from the first round), waiters told to park,
- * or an oversubscribed barrier.  True if the phase was released.
- * first_polls is its rounds alone (pair_arrive_and_wait has made the
- * checks). */
+ * or an oversubscribed barrier.  True if the phase was released; one such
+ * wait in 64 is a sample of how fast phases go (policy.c).  first_polls is
+ * its rounds alone (pair_arrive_and_wait has made the checks). */
 static inline bool first_polls(const struct abar__release *rw, abar_token_t t)
 {
     for (unsigned i = 0; i < ABAR__FIRST_POLLS; i++) {
@@ -82,9 +82,8 @@ static inline bool first_polls(const struct abar__release *rw, abar_token_t t)
 static inline bool lean_spin(const struct abar_impl *b, abar_token_t t)
 {
     if ((b->flags & ABAR_WAIT_PARK) || oversubscribed_by(b)) return false;
-    if (!first_polls(rel((struct abar_impl *)b), t)) return false;
-    abar__spin_lean_waited(b, t.raw); /* one in 64: a sample of how fast phases go (policy.c) */
-    return abar__prefetch_next_arrival(b);
+    return first_polls(rel((struct abar_impl *)b), t) && abar__spin_lean_waited(b, t.raw) &&
+           abar__prefetch_next_arrival(b);
 }
 
 /* An absolute CLOCK_MONOTONIC deadline in ns: a time before the epoch is
@@ -124,9 +123,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
                       : soon ? abar__spin_lean(b)
                              : abar__spin_budget(b, atomic_load_explicit(&b->slept, memory_order_relaxed)
                                                         ? ABAR__SLEPT_SPIN_FACTOR : 1);
-    /* how fast this thread's phases go, for policy.c's check that parking
-     * soon pays */
-    if (adapts) abar__spin_phase(b, t.raw, soon);
+    if (adapts) abar__spin_phase(b, t.raw, soon); /* how fast phases go (policy.c) */
     const uint64_t deadline = abstime ? deadline_ns(abstime) : UINT64_MAX;
     uint64_t t0 = 0; /* read lazily: most waits end before the first clock read */
     uint64_t t1 = 0; /* when the budget started: t0, or when the last sleeper was seen */

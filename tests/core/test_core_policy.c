@@ -350,13 +350,9 @@ TEST(park_soon_rate_of_huge_phase_jumps)
     }
 }
 
-/* White box: where spinning works, nearly every wait ends in its first
- * spin: one in 64 of those is a sample, so spinning has a rate (here
- * 1 phase per 2 µs, from those waits alone), and a stretch 50 times
- * slower than that ends once a rate's worth of its samples and 10 ms say
- * so, well before its 50 ms, judged as not paying: the signs after it are
- * ignored. */
-TEST(park_soon_stretch_far_worse_ends_early)
+/* Spinning where it works: a barrier's phases at 1 per 2 µs, every wait
+ * ending in its first spin (one in 64 a sample), 8 ms. */
+static void quiet_spinning(void)
 {
     CHECK_EQ(abar_init(&sb, 2, NULL), 0);
     uint64_t raw = 0;
@@ -365,6 +361,17 @@ TEST(park_soon_stretch_far_worse_ends_early)
         const uint64_t t0 = abar__now_ns();
         while (abar__now_ns() - t0 < 2000u) {}
     }
+}
+
+/* White box: where spinning works, nearly every wait ends in its first
+ * spin: one in 64 of those is a sample, so spinning has a rate (here
+ * 1 phase per 2 µs, from those waits alone), and a stretch 50 times
+ * slower than that ends once a rate's worth of its samples and 10 ms say
+ * so, well before its 50 ms, judged as not paying: the signs after it are
+ * ignored. */
+TEST(park_soon_stretch_far_worse_ends_early)
+{
+    quiet_spinning();
     const uint64_t start = abar__now_ns();
     signs_now();
     CHECK(abar__park_soon());
@@ -393,13 +400,7 @@ TEST(park_soon_stretch_far_worse_ends_early)
  * by that clock; "paid" is expected where it went 1.2 times faster). */
 TEST(park_soon_stretch_judged_against_the_spinning_in_the_burst)
 {
-    CHECK_EQ(abar_init(&sb, 2, NULL), 0);
-    uint64_t raw = 0;
-    for (unsigned i = 0; i < ABAR__LEAN_EVERY * CALLS; i++) {
-        abar__spin_lean_waited(lean_impl(), ++raw);
-        const uint64_t t0 = abar__now_ns();
-        while (abar__now_ns() - t0 < 2000u) {}
-    }
+    quiet_spinning();
     const uint64_t b0 = abar__now_ns();
     for (unsigned k = 0; k < ABAR__SIGNS; k++) {
         abar__spin_gap(abar__now_ns(), ABAR__GAP_NS);
