@@ -7,12 +7,12 @@
  * Each slot holds the barriers and shared memory of one resident cluster:
  *
  *   team.tbar   team barrier (team_size)
- *   team.tcbar  team stage of the cluster barrier (team_size); its completion
- *               arrives on slot.cbar (only when cluster_size > 1)
- *   slot.cbar   cluster stage (cluster_size: one arrival per team)
+ *   slot.cbar   cluster barrier (C: every thread of the cluster; the core's
+ *               arrival tree gathers them, so it costs what a flat barrier
+ *               over the same threads costs)
  *   slot.sbar   between waves (C): its completion re-initialises the above
  *
- * A thread leaving the kernel drops out of tbar and tcbar, so peers that
+ * A thread leaving the kernel drops out of tbar and cbar, so peers that
  * still synchronise never wait for it -- lazily: if nobody has used the group
  * yet, it only flags its exit, and the group's first user drops for it
  * (a store/load handshake on `used` and the exit flag, both seq_cst, so one
@@ -50,21 +50,15 @@ struct abar__xflag {
 
 struct abar__team {
     abar_t tbar;
-    abar_t tcbar;
     /* read-mostly */
     _Alignas(64) struct abar__slot *slot;
     unsigned char *shared;     /* this team's shared memory */
     unsigned base;             /* slot rank of the team's thread 0 */
     _Atomic int used;          /* tbar has been used by this residency */
-    /* written at exits and by tcbar's completion */
-    _Alignas(64) _Atomic unsigned live; /* threads yet to leave tcbar (cluster_size > 1 only) */
-    /* The cbar token of tcbar phase p, stored by tcbar's completion in
-     * ctok[p & 1] before tcbar's release; read by the team's waiters after it. */
-    abar_token_t ctok[2];
 };
 
 struct abar__slot {
-    abar_t cbar;
+    abar_t cbar;               /* the cluster barrier: one core barrier over its C threads */
     abar_t sbar;
     _Alignas(64) struct abar__launch *L;
     struct abar__team *teams;  /* cluster_size of them */
@@ -103,8 +97,6 @@ struct abar_thread {
     unsigned thread_rank, team_rank, cluster_rank, cluster_index;
     bool team_pending, cluster_pending; /* arrived, not yet waited (seed 004's rule) */
     abar_token_t team_tok, cluster_tok;
-    unsigned cluster_idx;      /* ctok slot of the pending cluster arrival */
-    uint64_t cluster_phases;   /* this thread's arrivals on tcbar: its phase number */
 };
 
 /* Waits for phase t of one of the launch's barriers.  Oversubscribed, the
@@ -135,9 +127,8 @@ struct abar__pool {
     _Atomic uint32_t sleepers;         /* workers that may sleep on gen */
     bool quit;                         /* read after gen moves: leave the loop */
     uint64_t base;                     /* read after gen moves: the first wave's residency base */
-    /* line 1: every worker writes it once a launch */
-    _Alignas(64) _Atomic uint32_t pending; /* workers not done with the launch; the caller's futex word */
-    _Atomic uint32_t caller_parked;
+    /* every worker arrives once a launch; the caller waits for the phase */
+    abar_t done;
     /* read-mostly */
     _Alignas(64) unsigned nthreads;    /* P, the caller included */
     unsigned flags;

@@ -4,13 +4,14 @@
  * Worker 0 is the thread that calls abar_run; workers 1..P-1 are pool
  * threads that wait for the next launch.  A launch (team_run.c):
  *   caller: validate, prepare the slots, publish the launch, bump `gen`;
- *   every worker: see `gen` move, run its part (or none), decrement `pending`;
- *   caller: run its own part, wait for `pending` to reach 0.
- * Waiting spins briefly (the core's budget, ABAR_SPIN_NS), then sleeps on a
- * futex; in a pool with more threads than CPUs it sleeps at once.  Without a
- * configured size the pool grows to the largest cluster a launch needs.
- * This dispatch is the pool's own (two words and a futex, as an OpenMP
- * runtime's); the teams' and clusters' barriers are abar_t. */
+ *   every worker: see `gen` move, run its part (or none), arrive on `done`;
+ *   caller: run its own part, arrive on `done` and wait for its phase.
+ * Workers wait for `gen` spinning briefly (the core's budget, ABAR_SPIN_NS),
+ * then sleeping on a futex; in a pool with more threads than CPUs they sleep
+ * at once.  Without a configured size the pool grows to the largest cluster
+ * a launch needs.  The start is one word every worker reads; the join is a
+ * core barrier (abar_t), whose arrival tree gathers P arrivals in a few line
+ * transfers where one shared counter would take P in turn. */
 #define _GNU_SOURCE
 #include "abar_internal.h"
 #include "os.h"
@@ -90,35 +91,19 @@ static void *worker_main(void *arg)
          * moved exactly once. */
         if (p->quit) return NULL;
         p->part(p, wk->index, p->base);
-        /* acq_rel: publishes this worker's part to the caller (its acquire
-         * load of 0); seq_cst with caller_parked below (see wait_done). */
-        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_parked))
-            abar__futex_wake_all(&p->pending, false);
+        /* A release: this worker's part happens before the caller's wait on
+         * `done` returns.  The token is not needed: only the caller waits.
+         * No launch can start before the phase completes, so this arrival
+         * always counts in the launch it ran. */
+        (void)abar_arrive(&p->done);
     }
-}
-
-/* The caller waits until every worker has finished the launch. */
-static void wait_done(struct abar__pool *p)
-{
-    uint64_t budget = p->spin_ns, t0 = budget ? abar__now_ns() : 0;
-    for (unsigned i = 1; budget; i++) {
-        if (atomic_load_explicit(&p->pending, memory_order_acquire) == 0) return;
-        abar__pause();
-        if (i % 64 == 0 && abar__now_ns() - t0 >= budget) break;
-    }
-    /* seq_cst: either the last worker sees caller_parked, or we see 0. */
-    atomic_store(&p->caller_parked, 1);
-    uint32_t v;
-    while ((v = atomic_load(&p->pending)) != 0) (void)abar__futex_wait(&p->pending, v, false, NULL);
-    atomic_store_explicit(&p->caller_parked, 0, memory_order_relaxed);
 }
 
 /* Starts launch p->L: every worker sees it after this. */
 static void start_launch(struct abar__pool *p)
 {
-    atomic_store_explicit(&p->pending, p->nthreads - 1, memory_order_relaxed);
-    /* seq_cst (a release): the launch and `pending` are seen by a worker that
-     * sees the new gen; and it orders with the load of sleepers. */
+    /* seq_cst (a release): the launch is seen by a worker that sees the new
+     * gen; and it orders with the load of sleepers. */
     atomic_fetch_add(&p->gen, 1);
     if (atomic_load(&p->sleepers)) abar__futex_wake_all(&p->gen, false);
 }
@@ -135,8 +120,8 @@ static void pool_free(struct abar__pool *p)
         (void)abar_destroy(&p->slots[i].cbar);
         (void)abar_destroy(&p->slots[i].sbar);
         (void)abar_destroy(&p->teams[i].tbar);
-        (void)abar_destroy(&p->teams[i].tcbar);
     }
+    (void)abar_destroy(&p->done); /* EINVAL if never initialised */
     free(p->workers);
     free(p->cpu);
     free(p->grp);
@@ -221,6 +206,10 @@ static int pool_start(struct abar__pool **out, unsigned least)
      * barrier larger than the machine). */
     p->yield_rounds = n <= (unsigned)ncpu ? 0 : 4 * ((n + (unsigned)ncpu - 1) / (unsigned)ncpu);
     p->epoch = 1;
+    if (abar_init(&p->done, n, &(abar_attr_t){ NULL, NULL, p->wait_flags }) != 0) {
+        pool_free(p);
+        return ENOMEM;
+    }
     int err = 0;
     unsigned w;
     for (w = 1; w < n; w++) {
@@ -312,6 +301,7 @@ void abar__pool_dispatch(struct abar__pool *p, abar__pool_part_fn *part)
     p->base = atomic_fetch_add_explicit(&p->residencies, p->L->K, memory_order_relaxed) + 1;
     start_launch(p);
     part(p, 0, p->base);
-    /* acquire (in wait_done): every worker's part, and the abort code. */
-    wait_done(p);
+    /* acquire (in the wait): every worker's part, and the abort code.  The
+     * launch's own wait: yields first when oversubscribed, as its barriers. */
+    (void)abar__team_wait(p->L, &p->done, abar_arrive(&p->done));
 }

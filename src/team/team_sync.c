@@ -43,31 +43,6 @@ void *abar_cluster_map_shared(const abar_thread_t *self, const void *addr, unsig
 
 /* ---- the barriers of a resident cluster ------------------------------------- */
 
-/* tcbar's completion: the team's last arrival of a phase carries the team's
- * arrival to the cluster stage.  Runs before tcbar's release, so the token
- * stored here is visible to every waiter released from this phase.  When
- * every thread of the team has left the kernel (live == 0: each thread
- * decrements it before its final drop on tcbar, and this completion runs
- * after all of them, through the acq_rel chain of arrivals on tcbar), the
- * team leaves the cluster barrier as well. */
-static void team_stage_done(void *arg)
-{
-    struct abar__team *t = arg;
-    /* abar_phase is still the completing phase p here; every thread of the
-     * team arrives once a phase, so p is also the count of its earlier
-     * arrivals, which is how a waiter finds ctok[p & 1]. */
-    uint64_t p = abar_phase(&t->tcbar);
-    abar_token_t ct;
-    /* relaxed: ordered by the arrivals' release/acquire chain on tcbar (above) */
-    if (atomic_load_explicit(&t->live, memory_order_relaxed) == 0) {
-        int r = abar_arrive_and_drop(&t->slot->cbar);
-        ct = r ? tok_error(r) : tok_error(ECANCELED); /* nobody waits on it */
-    } else {
-        ct = abar_arrive(&t->slot->cbar);
-    }
-    t->ctok[p & 1] = ct;
-}
-
 /* Nobody is inside a slot's barriers when it is prepared (the launch has not
  * started, or every thread of the slot is in sbar), so destroy is never
  * EBUSY; a barrier never initialised reads as not live (destroy: EINVAL). */
@@ -87,17 +62,12 @@ int abar__team_prepare_cluster(struct abar__slot *s)
     if (full) r |= reinit(&s->sbar, s->L->C, &(abar_attr_t){ abar__team_next_wave, s, f });
     /* relaxed: the slot's threads are all quiescent (see above); their
      * stores to `used` are ordered before this by the start/sbar handshake. */
-    bool cluster_used = full || atomic_load_explicit(&s->used, memory_order_relaxed);
-    if (cluster_used) r |= reinit(&s->cbar, cfg->cluster_size, &plain);
+    if (full || atomic_load_explicit(&s->used, memory_order_relaxed))
+        r |= reinit(&s->cbar, s->L->C, &plain);
     for (unsigned i = 0; i < cfg->cluster_size; i++) {
         struct abar__team *t = &s->teams[i];
         if (full || atomic_load_explicit(&t->used, memory_order_relaxed))
             r |= reinit(&t->tbar, cfg->team_size, &plain);
-        if (cluster_used) {
-            abar_attr_t stage = { team_stage_done, t, f };
-            r |= reinit(&t->tcbar, cfg->team_size, cfg->cluster_size > 1 ? &stage : &plain);
-            atomic_store_explicit(&t->live, cfg->team_size, memory_order_relaxed);
-        }
         /* Written only when they change: the workers read this line. */
         if (atomic_load_explicit(&t->used, memory_order_relaxed))
             atomic_store_explicit(&t->used, 0, memory_order_relaxed);
@@ -115,18 +85,8 @@ int abar__team_prepare_cluster(struct abar__slot *s)
 /* One thread leaves tbar. */
 static void drop_team(struct abar__team *t) { (void)abar_arrive_and_drop(&t->tbar); }
 
-/* One thread of team t leaves tcbar (and, through the completion, the last
- * one takes the team out of cbar). */
-static void drop_stage(const struct abar__launch *L, struct abar__team *t)
-{
-    if (L->cfg.cluster_size > 1) {
-        /* release: pairs with team_stage_done's read (through tcbar's chain). */
-        atomic_fetch_sub_explicit(&t->live, 1, memory_order_release);
-        (void)abar_arrive_and_drop(&t->tcbar);
-    } else if (L->cfg.team_size > 1) {
-        (void)abar_arrive_and_drop(&t->tcbar);
-    }
-}
+/* One thread leaves cbar. */
+static void drop_cluster(struct abar__slot *s) { (void)abar_arrive_and_drop(&s->cbar); }
 
 /* The first use of the team barrier in this residency (as far as this thread
  * knows): mark it used, then drop for every peer that left without dropping.
@@ -154,7 +114,7 @@ static void cluster_first_use(abar_thread_t *self)
     for (unsigned r = 0; r < L->C; r++) {
         uint64_t v = ex;
         if (atomic_load(&s->x[r].c) == ex && atomic_compare_exchange_strong(&s->x[r].c, &v, ex + 1))
-            drop_stage(L, &s->teams[r / L->cfg.team_size]);
+            drop_cluster(s);
     }
 }
 
@@ -182,12 +142,11 @@ static void leave_team(abar_thread_t *self)
 
 static void leave_cluster(abar_thread_t *self)
 {
-    const struct abar__launch *L = self->L;
-    if (L->cfg.team_size == 1 && L->cfg.cluster_size == 1) return;
+    if (self->L->C == 1) return; /* no peer can wait for it */
     uint64_t ex = self->key + ABAR__X_EXITED, v = ex;
     atomic_store(&self->x->c, ex);
     if (atomic_load(&self->slot->used) && atomic_compare_exchange_strong(&self->x->c, &v, ex + 1))
-        drop_stage(L, self->team);
+        drop_cluster(self->slot);
 }
 
 /* The checks every collective call makes: a live self, in its own thread. */
@@ -233,32 +192,19 @@ int abar_team_sync(abar_thread_t *self)
     return e ? e : abar__team_wait(self->L, &self->team->tbar, t);
 }
 
-/* ---- cluster barrier: the team stage, then the cluster stage --------------- */
+/* ---- cluster barrier: one core barrier over the cluster's threads -------- */
 
 abar_token_t abar_cluster_arrive(abar_thread_t *self)
 {
     if (!self_ok(self)) return tok_error(EINVAL);
     if (self->cluster_pending) return tok_error(EINVAL); /* second arrive in a phase */
     cluster_use(self);
-    abar_token_t t = abar_arrive(&self->team->tcbar);
+    abar_token_t t = abar_arrive(&self->slot->cbar);
     if (abar_token_error(t) == 0) {
         self->cluster_pending = true;
         self->cluster_tok = t;
-        self->cluster_idx = (unsigned)(self->cluster_phases++ & 1);
     }
     return t;
-}
-
-/* Waits for the team stage of phase t (after it the team's arrival on the
- * cluster stage has been made and its token stored), then the cluster stage. */
-static int cluster_wait(abar_thread_t *self, abar_token_t t, unsigned idx)
-{
-    struct abar__team *team = self->team;
-    int r = abar__team_wait(self->L, &team->tcbar, t);
-    if (r || self->L->cfg.cluster_size == 1) return r; /* one team: the stage is the cluster */
-    /* Read after tcbar's release (acquire in the wait): the completion's store. */
-    abar_token_t ct = team->ctok[idx];
-    return abar__team_wait(self->L, &self->slot->cbar, ct);
 }
 
 int abar_cluster_wait(abar_thread_t *self, abar_token_t t)
@@ -268,7 +214,7 @@ int abar_cluster_wait(abar_thread_t *self, abar_token_t t)
     if (e) return e;
     if (!self->cluster_pending || t.raw != self->cluster_tok.raw || t.id != self->cluster_tok.id)
         return EINVAL;
-    int r = cluster_wait(self, t, self->cluster_idx);
+    int r = abar__team_wait(self->L, &self->slot->cbar, t);
     if (r == 0 || r == ECANCELED) self->cluster_pending = false;
     return r;
 }
@@ -278,9 +224,9 @@ int abar_cluster_sync(abar_thread_t *self)
     if (!self_ok(self)) return EINVAL;
     if (self->cluster_pending) return EALREADY;
     cluster_use(self);
-    abar_token_t t = abar_arrive(&self->team->tcbar);
+    abar_token_t t = abar_arrive(&self->slot->cbar);
     int e = abar_token_error(t);
-    return e ? e : cluster_wait(self, t, (unsigned)(self->cluster_phases++ & 1));
+    return e ? e : abar__team_wait(self->L, &self->slot->cbar, t);
 }
 
 /* ---- leaving the kernel ------------------------------------------------------ */
@@ -301,7 +247,7 @@ void abar__team_exit(abar_thread_t *self)
         leave_team(self);
     }
     if (self->cluster_pending) {
-        (void)cluster_wait(self, self->cluster_tok, self->cluster_idx);
+        (void)abar__team_wait(self->L, &self->slot->cbar, self->cluster_tok);
         self->cluster_pending = false;
         leave_cluster(self);
     }
@@ -326,10 +272,7 @@ int abar_abort(abar_thread_t *self, int code)
     for (unsigned k = 0; k < L->K; k++) {
         struct abar__slot *s = &L->slots[k];
         (void)abar_cancel(&s->cbar);
-        for (unsigned i = 0; i < L->cfg.cluster_size; i++) {
-            (void)abar_cancel(&s->teams[i].tbar);
-            (void)abar_cancel(&s->teams[i].tcbar);
-        }
+        for (unsigned i = 0; i < L->cfg.cluster_size; i++) (void)abar_cancel(&s->teams[i].tbar);
     }
     pthread_mutex_unlock(&L->lock);
     return 0;
