@@ -113,6 +113,17 @@ static inline int abar__team_wait(const struct abar__launch *L, abar_t *b, abar_
     return abar_wait(b, t);
 }
 
+/* Arrives on one of the launch's barriers and waits for the phase: the
+ * core's arrive_and_wait (its fast paths for a few threads), unless the
+ * launch is oversubscribed and its waits yield first. */
+static inline int abar__team_sync(const struct abar__launch *L, abar_t *b)
+{
+    if (L->yield_rounds == 0) return abar_arrive_and_wait(b);
+    abar_token_t t = abar_arrive(b);
+    int e = abar_token_error(t);
+    return e ? e : abar__team_wait(L, b, t);
+}
+
 /* The pool (team_pool.c).  Written under its lock (one launch at a time)
  * except where said. */
 struct worker {

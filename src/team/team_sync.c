@@ -187,9 +187,7 @@ int abar_team_sync(abar_thread_t *self)
     if (!self_ok(self)) return EINVAL;
     if (self->team_pending) return EALREADY;
     team_use(self);
-    abar_token_t t = abar_arrive(&self->team->tbar);
-    int e = abar_token_error(t);
-    return e ? e : abar__team_wait(self->L, &self->team->tbar, t);
+    return abar__team_sync(self->L, &self->team->tbar);
 }
 
 /* ---- cluster barrier: one core barrier over the cluster's threads -------- */
@@ -224,9 +222,7 @@ int abar_cluster_sync(abar_thread_t *self)
     if (!self_ok(self)) return EINVAL;
     if (self->cluster_pending) return EALREADY;
     cluster_use(self);
-    abar_token_t t = abar_arrive(&self->slot->cbar);
-    int e = abar_token_error(t);
-    return e ? e : abar__team_wait(self->L, &self->slot->cbar, t);
+    return abar__team_sync(self->L, &self->slot->cbar);
 }
 
 /* ---- leaving the kernel ------------------------------------------------------ */
