@@ -4,6 +4,7 @@
 #include <abar_team.h>
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -356,6 +357,44 @@ TEST(abort_from_many_threads_repeatedly)
         int r = abar_run(&cfg, abort_everywhere, NULL);
         CHECK(r == 1001 || r == 1004);
     }
+    CHECK_EQ(atomic_load(&fail), 0);
+}
+
+/* Two threads of a cluster abort at once.  The abort that loses returns 0
+ * ("changes nothing"), but the launch is aborted by then: its caller's next
+ * sync must return ECANCELED, as after any abar_abort.  A team of one
+ * completes a phase alone, so a team barrier not yet cancelled when the
+ * losing call returns shows at once (its sync returns 0). */
+static _Atomic int both_in, losers, loser_synced;
+
+static void abort_race(abar_thread_t *self, void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&both_in, 1);
+    /* both in the cluster (it runs at once): spin, so that the two aborts
+     * meet; yield after a while, for a run on one CPU */
+    for (unsigned i = 0; atomic_load(&both_in) < 2; i++)
+        if (i > 100000) sched_yield();
+    int code = 10 + (int)abar_team_rank(self);
+    if (abar_abort(self, code)) failed(1);
+    int r = abar_team_sync(self);
+    if (abar_aborted(self) != code) { /* the losing abort */
+        atomic_fetch_add(&losers, 1);
+        if (r != ECANCELED) atomic_fetch_add(&loser_synced, 1);
+    }
+}
+
+TEST(losing_abort_then_sync_is_cancelled)
+{
+    CHECK_EQ(abar_pool_configure(2, 0), 0);
+    for (int k = 0; k < 300; k++) {
+        atomic_store(&both_in, 0);
+        abar_launch_t cfg = { 2, 1, 2, 0 }; /* one cluster of two teams of one */
+        int r = abar_run(&cfg, abort_race, NULL);
+        CHECK(r == 10 || r == 11);
+    }
+    CHECK_EQ(atomic_load(&losers), 300);
+    CHECK_EQ(atomic_load(&loser_synced), 0);
     CHECK_EQ(atomic_load(&fail), 0);
 }
 
