@@ -5,7 +5,7 @@
  *            OpenMP: gcc -fopenmp for libgomp, clang -fopenmp=libomp for libomp)
  *   barrier  one phase of: a flat abar_t over the P threads of a launch
  *            (abar_arrive_and_wait), abar_team_sync over one team of P,
- *            abar_cluster_sync over 2 teams of P/2 (hierarchical) and over
+ *            abar_cluster_sync over 2 teams of P/2 and over
  *            teams of 8 (P rounded down to a multiple of 8, when that makes
  *            two teams or more; the flat barrier over the same threads
  *            beside it), and `#pragma omp barrier` over P OpenMP threads
@@ -19,6 +19,10 @@
  * Each figure is measured in `rounds` rounds, interleaved between the
  * implementations (so a noisy neighbour hits them alike); a round is the mean
  * over its iterations; the row gives the median, min and max over rounds.
+ * In a round the OpenMP rows come last and are followed by a pause of
+ * OMP_SETTLE_MS: after a region an OpenMP runtime's threads spin before
+ * they sleep (libomp for KMP_BLOCKTIME, 200 ms; libgomp for GOMP_SPINCOUNT),
+ * and rows measured meanwhile would share every CPU with them.
  * Output: CSV rows (the format of bench/common/common.h):
  *   scenario,impl,threads,param,median,min,max,rounds,phases,unit,flags
  *
@@ -99,6 +103,15 @@ static double abar_launch_round(unsigned P)
 }
 
 #ifdef _OPENMP
+enum { OMP_SETTLE_MS = 300 };
+
+/* Lets the OpenMP runtime's threads stop spinning and sleep. */
+static void settle(void)
+{
+    struct timespec d = { 0, OMP_SETTLE_MS * 1000000L };
+    while (nanosleep(&d, &d) != 0) {}
+}
+
 static double omp_launch_round(unsigned P)
 {
     uint64_t t0 = now_ns();
@@ -241,11 +254,15 @@ static void oversubscribed(int rounds)
         omp_over_round(T, &w, &c);
 #endif
     }
+#ifdef _OPENMP
+    settle();
+#endif
     for (int r = 0; r < rounds; r++)
         for (unsigned k = 0; k < NS; k++) {
             abar_over_round(shape[k].ts_n * n, shape[k].cs, &aw[k].v[aw[k].n++], &ac[k].v[ac[k].n++]);
 #ifdef _OPENMP
             omp_over_round(aw[k].threads, &ow[k].v[ow[k].n++], &oc[k].v[oc[k].n++]);
+            settle();
 #endif
         }
     for (unsigned k = 0; k < NS; k++) {
@@ -301,12 +318,11 @@ int main(int argc, char **argv)
     b8.param = b8_param;
 
     printf("scenario,impl,threads,param,median,min,max,rounds,phases,unit,flags\n");
+#ifdef _OPENMP
+    settle();
+#endif
     for (int r = 0; r < rounds; r++) {
         la.v[la.n++] = abar_launch_round(P);
-#ifdef _OPENMP
-        lo.v[lo.n++] = omp_launch_round(P);
-        bo.v[bo.n++] = omp_barrier_round(P);
-#endif
         bf.v[bf.n++] = barrier_round(P, FLAT);
         bt.v[bt.n++] = barrier_round(P, TEAM);
         if (Pc >= 2) {
@@ -317,6 +333,11 @@ int main(int argc, char **argv)
             bf8.v[bf8.n++] = P8 == P ? bf.v[bf.n - 1] : P8 == Pc ? bf2.v[bf2.n - 1] : barrier_round(P8, FLAT);
             b8.v[b8.n++] = barrier_round(P8, CLUSTER8);
         }
+#ifdef _OPENMP
+        lo.v[lo.n++] = omp_launch_round(P);
+        bo.v[bo.n++] = omp_barrier_round(P);
+        settle();
+#endif
     }
     row(&la);
 #ifdef _OPENMP
