@@ -80,6 +80,16 @@ int abar__team_prepare_cluster(struct abar__slot *s)
     return r ? EINVAL : 0;
 }
 
+/* Whether the launch was aborted.  Every collective call looks first: the
+ * abort cancels the launch's barriers one after the other, and a thread
+ * that saw one cancelled must not complete a phase of another not yet
+ * cancelled.  acquire: pairs with abort's CAS, which comes before its
+ * cancels (a thread that saw a cancel sees the code). */
+static inline bool aborted(const abar_thread_t *self)
+{
+    return atomic_load_explicit(&self->L->abort_code, memory_order_acquire) != 0;
+}
+
 /* ---- leaving a group: now, or lazily by the group's first user ------------- */
 
 /* One thread leaves tbar. */
@@ -134,6 +144,7 @@ static inline void cluster_use(abar_thread_t *self)
 static void leave_team(abar_thread_t *self)
 {
     if (self->L->cfg.team_size == 1) return; /* no peer can wait for it */
+    if (aborted(self)) return;               /* the barrier is (being) cancelled */
     uint64_t ex = self->key + ABAR__X_EXITED, v = ex;
     atomic_store(&self->x->t, ex);
     if (atomic_load(&self->team->used) && atomic_compare_exchange_strong(&self->x->t, &v, ex + 1))
@@ -143,6 +154,7 @@ static void leave_team(abar_thread_t *self)
 static void leave_cluster(abar_thread_t *self)
 {
     if (self->L->C == 1) return; /* no peer can wait for it */
+    if (aborted(self)) return;   /* the barrier is (being) cancelled */
     uint64_t ex = self->key + ABAR__X_EXITED, v = ex;
     atomic_store(&self->x->c, ex);
     if (atomic_load(&self->slot->used) && atomic_compare_exchange_strong(&self->x->c, &v, ex + 1))
@@ -160,6 +172,7 @@ static inline bool self_ok(const abar_thread_t *self)
 abar_token_t abar_team_arrive(abar_thread_t *self)
 {
     if (!self_ok(self)) return tok_error(EINVAL);
+    if (aborted(self)) return tok_error(ECANCELED);
     if (self->team_pending) return tok_error(EINVAL); /* second arrive in a phase */
     team_use(self);
     abar_token_t t = abar_arrive(&self->team->tbar);
@@ -173,6 +186,10 @@ abar_token_t abar_team_arrive(abar_thread_t *self)
 int abar_team_wait(abar_thread_t *self, abar_token_t t)
 {
     if (!self_ok(self)) return EINVAL;
+    if (aborted(self)) {
+        self->team_pending = false;
+        return ECANCELED;
+    }
     int e = abar_token_error(t);
     if (e) return e; /* the error its arrive reported */
     if (!self->team_pending || t.raw != self->team_tok.raw || t.id != self->team_tok.id)
@@ -185,6 +202,7 @@ int abar_team_wait(abar_thread_t *self, abar_token_t t)
 int abar_team_sync(abar_thread_t *self)
 {
     if (!self_ok(self)) return EINVAL;
+    if (aborted(self)) return ECANCELED;
     if (self->team_pending) return EALREADY;
     team_use(self);
     return abar__team_sync(self->L, &self->team->tbar);
@@ -195,6 +213,7 @@ int abar_team_sync(abar_thread_t *self)
 abar_token_t abar_cluster_arrive(abar_thread_t *self)
 {
     if (!self_ok(self)) return tok_error(EINVAL);
+    if (aborted(self)) return tok_error(ECANCELED);
     if (self->cluster_pending) return tok_error(EINVAL); /* second arrive in a phase */
     cluster_use(self);
     abar_token_t t = abar_arrive(&self->slot->cbar);
@@ -208,6 +227,10 @@ abar_token_t abar_cluster_arrive(abar_thread_t *self)
 int abar_cluster_wait(abar_thread_t *self, abar_token_t t)
 {
     if (!self_ok(self)) return EINVAL;
+    if (aborted(self)) {
+        self->cluster_pending = false;
+        return ECANCELED;
+    }
     int e = abar_token_error(t);
     if (e) return e;
     if (!self->cluster_pending || t.raw != self->cluster_tok.raw || t.id != self->cluster_tok.id)
@@ -220,6 +243,7 @@ int abar_cluster_wait(abar_thread_t *self, abar_token_t t)
 int abar_cluster_sync(abar_thread_t *self)
 {
     if (!self_ok(self)) return EINVAL;
+    if (aborted(self)) return ECANCELED;
     if (self->cluster_pending) return EALREADY;
     cluster_use(self);
     return abar__team_sync(self->L, &self->slot->cbar);
