@@ -12,8 +12,8 @@
  * shared memory, and the team and cluster barriers.  The barriers follow seed
  * 004's collective rule, checked per thread: one arrive and one wait a phase;
  * a second arrive before the wait, or a wait without an arrive, is an error
- * code, never undefined behaviour.  Cluster barriers are hierarchical (the
- * team first, then the cluster), built on abar_t.
+ * code, never undefined behaviour.  Both are abar_t: a cluster barrier is
+ * one over every thread of the cluster.
  *
  * Every call returns 0 or an errno value (pthread style), except the
  * inspectors, which return the value asked for.
@@ -115,7 +115,7 @@ ABAR_API abar_token_t abar_team_arrive(abar_thread_t *self);
 ABAR_API int abar_team_wait(abar_thread_t *self, abar_token_t t);
 ABAR_API int abar_team_sync(abar_thread_t *self); /* arrive + wait */
 
-/* ---- cluster barrier (hierarchical: the team, then the cluster) ------------ */
+/* ---- cluster barrier (over every thread of the cluster) ------------------- */
 
 ABAR_API abar_token_t abar_cluster_arrive(abar_thread_t *self);
 ABAR_API int abar_cluster_wait(abar_thread_t *self, abar_token_t t);

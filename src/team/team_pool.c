@@ -87,8 +87,8 @@ static void *worker_main(void *arg)
     for (;;) {
         wait_gen(p, g);
         g = atomic_load_explicit(&p->gen, memory_order_acquire);
-        /* No launch can follow before this worker's decrement below: gen
-         * moved exactly once. */
+        /* No launch can follow before this worker's arrival on `done`
+         * below: gen moved exactly once. */
         if (p->quit) return NULL;
         p->part(p, wk->index, p->base);
         /* A release: this worker's part happens before the caller's wait on
