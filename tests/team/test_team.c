@@ -371,6 +371,32 @@ TEST(inspectors_outside_a_kernel)
     CHECK_EQ(abar_aborted(NULL), 0);
 }
 
+/* ---- the launch's join stays out of the core's wait policy ---------------------------- */
+
+#include "abar_internal.h"
+#include "policy.h"
+
+/* Thread 1 works 3 ms, thread 0 none: the caller waits the whole 3 ms for
+ * the join, parks after its spin, and is released milliseconds later.  Had
+ * that wait been heard, each launch would be a stall sign (policy.c), and
+ * three in a row start a park-soon stretch for every barrier of the
+ * process.  Nothing else in these launches waits on a core barrier. */
+static void uneven_kernel(abar_thread_t *self, void *arg)
+{
+    (void)arg;
+    if (abar_thread_rank(self) != 1) return;
+    double t0 = harness_now();
+    while (harness_now() - t0 < 3e-3) {}
+}
+
+TEST(uneven_launches_start_no_park_soon_stretch)
+{
+    CHECK_EQ(abar_pool_configure(2, 0), 0);
+    abar_launch_t cfg = { 1, 2, 1, 0 };
+    for (int i = 0; i < 8; i++) CHECK_EQ(abar_run(&cfg, uneven_kernel, NULL), 0);
+    CHECK_EQ(atomic_load(&abar__calm_until), 0);
+}
+
 /* ---- nothing leaks: launches, aborts, pools come and go -------------------------------- */
 
 #if defined(_WIN32)
