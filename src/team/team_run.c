@@ -56,9 +56,12 @@ static void run_part(struct abar__pool *p, unsigned w, uint64_t base)
     unsigned r = (unsigned)p->rank_of[w];
     abar_thread_t self;
     for (;;) {
-        /* acquire (inside): a wave started after an abort does not run. */
-        if (atomic_load_explicit(&L->abort_code, memory_order_acquire) == 0)
-            run_cluster(s, r, s->cluster < L->K ? base + s->cluster : s->residency, &self);
+        /* The first wave's threads all start (its cluster started together,
+         * an abort in it or not: their calls then return ECANCELED); a later
+         * wave's do not after an abort.  acquire: pairs with abort's CAS. */
+        const bool first = s->cluster < L->K;
+        if (first || atomic_load_explicit(&L->abort_code, memory_order_acquire) == 0)
+            run_cluster(s, r, first ? base + s->cluster : s->residency, &self);
         if (s->cluster + L->K >= L->clusters) return; /* the last wave */
         /* sbar's completion sets s->cluster and s->stop before its release. */
         (void)abar__team_wait(L, &s->sbar, abar_arrive(&s->sbar));

@@ -339,6 +339,27 @@ TEST(abort_stops_later_waves)
     CHECK_EQ(atomic_load(&ran_after), 8);
 }
 
+/* The resident cluster starts together: an abort by one of its threads
+ * does not keep the others from running the kernel (their calls return
+ * ECANCELED). */
+static _Atomic int calls_ran;
+static void abort_at_once(abar_thread_t *self, void *arg)
+{
+    (void)arg;
+    atomic_fetch_add(&calls_ran, 1);
+    if (abar_thread_rank(self) == 0) (void)abar_abort(self, 9);
+    else if (abar_team_sync(self) != ECANCELED) failed(1);
+}
+
+TEST(abort_in_the_first_wave_runs_every_thread)
+{
+    for (int i = 0; i < 200; i++) {
+        atomic_store(&calls_ran, 0);
+        launch(4, 1, 4, 1, 0, abort_at_once, NULL, 9);
+        CHECK_EQ(atomic_load(&calls_ran), 4);
+    }
+}
+
 static void abort_everywhere(abar_thread_t *self, void *arg)
 {
     (void)arg;
