@@ -76,7 +76,6 @@ static _Atomic uint64_t sign_ph, sign_ns; /* the spinning sums at the series' fi
 
 static _Atomic uint32_t epoch;      /* stretches closed so far: a count names the one it is of */
 
-/* Ends a stretch of kind k (1 park-soon, 0 spin): its phase rate. */
 /* Phases per second, plus 1 (0 is "unknown"), at most 1e18 + 1: a phase
  * number that jumped, as one set by the caller can, must not overflow the
  * conversion.  ns > 0. */
@@ -86,6 +85,7 @@ static uint64_t rate(uint64_t ph, uint64_t ns)
     return (x < 1e18 ? (uint64_t)x : 1000000000000000000u) + 1;
 }
 
+/* Ends a stretch of kind k (1 park-soon, 0 spin): its phase rate. */
 static uint64_t close_stretch(int k)
 {
     atomic_fetch_add_explicit(&epoch, 1, memory_order_relaxed);

@@ -62,18 +62,32 @@ static unsigned want_flags(void)
     return env_uint("ABAR_POOL_PIN", 0, 1) ? ABAR_POOL_PIN : 0;
 }
 
+/* The pool's waits spin for its budget (p->spin_ns) before they sleep:
+ * true once moved(p, v) holds within it. */
+static inline bool spin_until(struct abar__pool *p, bool (*moved)(struct abar__pool *, uint64_t),
+                              uint64_t v)
+{
+    uint64_t budget = p->spin_ns, t0 = budget ? abar__now_ns() : 0;
+    for (unsigned i = 1; budget; i++) {
+        if (moved(p, v)) return true;
+        abar__pause();
+        if (i % 64 == 0 && abar__now_ns() - t0 >= budget) break;
+    }
+    return false;
+}
+
+/* acquire: the launch the caller published before its store of gen */
+static inline bool gen_moved(struct abar__pool *p, uint64_t g)
+{
+    return atomic_load_explicit(&p->gen, memory_order_acquire) != (uint32_t)g;
+}
+
 /* Returns once gen is no longer g: spins for the budget, then sleeps.
  * seq_cst on sleepers and gen here, and on the caller's store of gen and load
  * of sleepers: either we see the new gen, or the caller sees us and wakes us. */
 static void wait_gen(struct abar__pool *p, uint32_t g)
 {
-    uint64_t budget = p->spin_ns, t0 = budget ? abar__now_ns() : 0;
-    for (unsigned i = 1; budget; i++) {
-        /* acquire: the launch the caller published before its store of gen */
-        if (atomic_load_explicit(&p->gen, memory_order_acquire) != g) return;
-        abar__pause();
-        if (i % 64 == 0 && abar__now_ns() - t0 >= budget) break;
-    }
+    if (spin_until(p, gen_moved, g)) return;
     atomic_fetch_add(&p->sleepers, 1);
     while (atomic_load(&p->gen) == g) (void)abar__futex_wait(&p->gen, g, false, NULL);
     atomic_fetch_sub_explicit(&p->sleepers, 1, memory_order_relaxed);
@@ -104,17 +118,16 @@ static void *worker_main(void *arg)
  * as for `gen`, and not the core's adaptive wait: one phase a launch, with
  * the kernel's imbalance in it, would feed the core's wait policy signs
  * and rates that say nothing of the host (policy.c). */
+static inline bool done_moved(struct abar__pool *p, uint64_t raw)
+{
+    /* acquire (in abar_phase): every worker's part.  raw is the phase the
+     * caller's token names; only the release line is read. */
+    return abar_phase(&p->done) > raw;
+}
+
 static void wait_done(struct abar__pool *p, abar_token_t t)
 {
-    uint64_t budget = p->spin_ns, t0 = budget ? abar__now_ns() : 0;
-    for (unsigned i = 1; budget; i++) {
-        /* acquire (in abar_phase): every worker's part.  t.raw is the
-         * phase t names; only the release line is read. */
-        if (abar_phase(&p->done) > t.raw) return;
-        abar__pause();
-        if (i % 64 == 0 && abar__now_ns() - t0 >= budget) break;
-    }
-    (void)abar_wait(&p->done, t);
+    if (!spin_until(p, done_moved, t.raw)) (void)abar_wait(&p->done, t);
 }
 
 /* Starts launch p->L: every worker sees it after this. */

@@ -3,6 +3,9 @@
 #include "harness.h"
 #include <abar_team.h>
 
+#include "abar_internal.h"
+#include "policy.h" /* abar__calm_until: whether a park-soon stretch is on */
+
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -372,9 +375,6 @@ TEST(inspectors_outside_a_kernel)
 }
 
 /* ---- the launch's join stays out of the core's wait policy ---------------------------- */
-
-#include "abar_internal.h"
-#include "policy.h"
 
 /* Thread 1 works 3 ms, thread 0 none: the caller waits the whole 3 ms for
  * the join, parks after its spin, and is released milliseconds later.  Had
