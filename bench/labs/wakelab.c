@@ -12,6 +12,14 @@
  *            rank 0, and every thread, once it is released, wakes its F
  *            children in the F-ary heap of ranks (r's children are
  *            rF + 1 .. rF + F; the last arrival wakes its own children too)
+ *   relayK   one word, as `all`, but the last arrival wakes only K sleepers;
+ *            every woken sleeper that finds its phase released wakes K more
+ *            before it goes on (the kernel keeps sleepers of a word in the
+ *            order they slept, so a relay reaches this phase's first)
+ *   greedy   as relay1, but the last arrival and every woken sleeper go on
+ *            waking one at a time until FUTEX_WAKE finds no one: every
+ *            thread awake wakes, the quickest broadcast when a wake-up's
+ *            latency is several times its cost to the waker
  *   spin     c11-twoline, nobody parks: for scale
  * A phase's time is the time until every thread has run again and arrived
  * at the next: what a barrier of parked threads costs.
@@ -37,7 +45,7 @@ static struct {
     _Atomic uint32_t gen __attribute__((aligned(64)));
     _Atomic uint32_t sleepers;
     struct word w[TMAX_LAB];
-    unsigned T, fan, mode; /* mode 0 spin, 1 all, 2 tree */
+    unsigned T, fan, mode; /* mode 0 spin, 1 all, 2 tree, 3 relay (fan K), 4 greedy */
     uint64_t n;
     pthread_barrier_t start;
     int cpus[TMAX_LAB];
@@ -61,6 +69,24 @@ static void tree_children(unsigned r, uint32_t g)
     }
 }
 
+/* relayK and greedy sleep with a bit for the phase's parity, and wake only
+ * sleepers of theirs: a thread that is already back parks for the next
+ * phase, which a relay must neither wake nor count. */
+static long futex_bits(int op, uint32_t v, uint32_t g)
+{
+    return syscall(SYS_futex, (void *)&L.gen, op | FUTEX_PRIVATE_FLAG, v, NULL, NULL, 1u << (g & 1));
+}
+
+/* Wake sleepers of phase g: K (greedy: one at a time, until none is left) */
+static void relay(uint32_t g)
+{
+    if (L.mode == 3) {
+        futex_bits(FUTEX_WAKE_BITSET, L.fan, g);
+        return;
+    }
+    while (futex_bits(FUTEX_WAKE_BITSET, 1, g) > 0) {}
+}
+
 static void phase(unsigned r)
 {
     const uint32_t g = atomic_load_explicit(&L.gen, memory_order_relaxed);
@@ -74,14 +100,19 @@ static void phase(unsigned r)
         }
         atomic_store(&L.gen, g + 1);
         if (L.mode == 1 && atomic_load(&L.sleepers)) hv_futex(&L.gen, FUTEX_WAKE, INT_MAX);
+        if (L.mode >= 3 && atomic_load(&L.sleepers)) relay(g);
         return;
     }
     if (L.mode == 0) {
         while (atomic_load_explicit(&L.gen, memory_order_acquire) == g) cpu_relax();
-    } else if (L.mode == 1) {
+    } else if (L.mode == 1 || L.mode >= 3) {
         atomic_fetch_add(&L.sleepers, 1);
-        while (atomic_load(&L.gen) == g) hv_futex(&L.gen, FUTEX_WAIT, g);
+        while (atomic_load(&L.gen) == g) {
+            if (L.mode == 1) hv_futex(&L.gen, FUTEX_WAIT, g);
+            else futex_bits(FUTEX_WAIT_BITSET, g, g);
+        }
         atomic_fetch_sub(&L.sleepers, 1);
+        if (L.mode >= 3) relay(g);
     } else {
         /* the word holds the generation this rank was last released for
          * (older than g where the last arrival was this rank) */
@@ -134,20 +165,21 @@ int main(int argc, char **argv)
     for (unsigned i = 0; i < TMAX_LAB; i++) L.cpus[i] = (int)(i % ncpu);
     static const struct { const char *name; unsigned mode, fan; } v[] = {
         { "spin", 0, 0 }, { "all", 1, 0 }, { "tree2", 2, 2 }, { "tree4", 2, 4 }, { "tree8", 2, 8 },
+        { "relay1", 3, 1 }, { "relay2", 3, 2 }, { "relay4", 3, 4 }, { "greedy", 4, 1 },
     };
     const int nv = (int)(sizeof v / sizeof v[0]);
     printf("# wakelab: ns per phase, every thread parked at once (spin: none parks); median of %d rounds (min-max)\n",
            rounds);
     printf("%-6s", "T");
     for (int k = 0; k < nv; k++) printf(" %22s", v[k].name);
-    printf("   best tree / all\n");
+    printf("   best tree / all   best relay / all\n");
     unsigned Ts[16], nT = 0;
     for (unsigned t = 2; t < tmax && nT < 15; t *= 2) Ts[nT++] = t;
     Ts[nT++] = tmax;
     for (unsigned i = 0; i < nT; i++) {
         const unsigned T = Ts[i];
-        uint64_t n[8];
-        double r[8][64];
+        uint64_t n[16];
+        double r[16][64];
         for (int k = 0; k < nv; k++) { /* calibrate: about 50 ms a round */
             const double ns = measure(T, v[k].mode, v[k].fan, 200);
             const double want = 50e6 / (ns > 1 ? ns : 1);
@@ -156,7 +188,7 @@ int main(int argc, char **argv)
         for (int j = 0; j < rounds; j++)
             for (int k = 0; k < nv; k++) r[k][j] = measure(T, v[k].mode, v[k].fan, n[k]);
         printf("%-6u", T);
-        double med[8];
+        double med[16];
         for (int k = 0; k < nv; k++) {
             qsort(r[k], (size_t)rounds, sizeof r[k][0], cmp_double);
             med[k] = r[k][rounds / 2];
@@ -164,9 +196,10 @@ int main(int argc, char **argv)
             snprintf(cell, sizeof cell, "%.0f (%.0f-%.0f)", med[k], r[k][0], r[k][rounds - 1]);
             printf(" %22s", cell);
         }
-        double best = med[2];
-        for (int k = 3; k < nv; k++) if (med[k] < best) best = med[k];
-        printf("   %.2f\n", best / med[1]);
+        double best = med[2], bestr = med[5];
+        for (int k = 3; k < 5; k++) if (med[k] < best) best = med[k];
+        for (int k = 6; k < nv; k++) if (med[k] < bestr) bestr = med[k];
+        printf("   %.2f   %.2f\n", best / med[1], bestr / med[1]);
         fflush(stdout);
     }
     return 0;
