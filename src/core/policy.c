@@ -44,8 +44,9 @@
  * of a quiet machine gets signs from the machine's own noise, and there a
  * stretch costs a round of wake-ups a phase (T = 32: 8 µs a phase in the
  * median where spinning took 2).  Oversubscribed waits (more threads than
- * CPUs) keep their own rule (wait.c): they yield as they spin, so their
- * clock jumps say nothing.
+ * CPUs) yield as they spin, so their clock jumps say nothing; their late
+ * wake-ups are signs, they count phases, and they park soon in a stretch
+ * as every other wait does (wait.c).
  *
  * The state is the process's, not a barrier's: the host takes CPUs from
  * the whole process.  All of it is hints: relaxed, racy updates lose at
@@ -280,7 +281,7 @@ ABAR__TLS unsigned abar__lean_waits;
 void abar__spin_lean_sample(const void *b, uint64_t raw)
 {
     /* a waiter told to spin has no policy to judge (block()'s `adapts`;
-     * the callers leave out those told to park and the oversubscribed) */
+     * the callers leave out those told to park) */
     if (((const struct abar_impl *)b)->flags & ABAR_WAIT_SPIN) return;
     abar__spin_phase(b, raw, abar__park_soon());
 }

@@ -568,4 +568,54 @@ TEST(spin_ns_zero_parks_at_once)
     CHECK_EQ(abar_destroy(&sb), 0);
 }
 
+/* An oversubscribed barrier (one thread more than the CPUs) waits as the
+ * others do in a park-soon stretch: a wait whose peers come 30 ms late
+ * spins a wake-up's time and parks, though ABAR_SPIN_NS is 20 ms and the
+ * oversubscribed rule would otherwise yield through it (its peers asleep,
+ * each yield returns at once: 20 ms of CPU a wait).  The median CPU of
+ * six such waits is under 5 ms. */
+static void *over_peer(void *arg)
+{
+    for (intptr_t i = 0; i < (intptr_t)arg; i++) {
+        usleep(30000);
+        CHECK_EQ(abar_arrive_and_wait(&sb), 0);
+    }
+    return NULL;
+}
+TEST(oversubscribed_waits_park_soon_in_a_stretch)
+{
+    CHECK_EQ(setenv("ABAR_SPIN_NS", "20000000", 1), 0); /* read once, in this forked case */
+    const unsigned T = (unsigned)abar_ncpu() + 1;
+    CHECK_EQ(abar_init(&sb, T, NULL), 0);
+    /* a stretch for the whole test (white box: policy.c's own word) */
+    atomic_store(&abar__calm_until, abar__now_ns() + 60000000000ull);
+    enum { N = 6 };
+    pthread_t *th = calloc(T, sizeof *th);
+    CHECK(th != NULL);
+    for (unsigned i = 1; i < T; i++) CHECK_EQ(pthread_create(&th[i], NULL, over_peer, (void *)(intptr_t)N), 0);
+    uint64_t cpu[N];
+    for (unsigned i = 0; i < N; i++) {
+        const uint64_t c0 = thread_cpu();
+        CHECK_EQ(abar_arrive_and_wait(&sb), 0);
+        cpu[i] = thread_cpu() - c0;
+    }
+    for (unsigned i = 1; i < T; i++) CHECK_EQ(pthread_join(th[i], NULL), 0);
+    free(th);
+    for (unsigned a = 1; a < N; a++)
+        for (unsigned k = a; k > 0 && cpu[k] < cpu[k - 1]; k--) {
+            const uint64_t t = cpu[k];
+            cpu[k] = cpu[k - 1];
+            cpu[k - 1] = t;
+        }
+    if ((cpu[N / 2 - 1] + cpu[N / 2]) / 2 >= 5000000u) {
+        fprintf(stderr, "oversubscribed (T = %u) in a stretch, CPU of each 30 ms wait:", T);
+        for (unsigned i = 0; i < N; i++) fprintf(stderr, " %llu", (unsigned long long)cpu[i]);
+        fputc('\n', stderr);
+        _exit(1);
+    }
+    CHECK(abar__park_soon());
+    CHECK_EQ(abar_destroy(&sb), 0);
+    atomic_store(&abar__calm_until, 0);
+}
+
 int main(int argc, char **argv) { return harness_main(argc, argv); }
