@@ -126,7 +126,13 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
                       : soon ? abar__spin_lean(b)
                              : abar__spin_budget(b, atomic_load_explicit(&b->slept, memory_order_relaxed)
                                                         ? ABAR__SLEPT_SPIN_FACTOR : 1);
-    if (adapts) abar__spin_phase(b, t.raw, soon); /* how fast phases go (policy.c) */
+    /* How fast phases go (policy.c).  Oversubscribed, nearly every wait
+     * comes here: one in ABAR__LEAN_EVERY is a sample, as of the waits
+     * that end in their first spin (each sample counted into the shared
+     * sums costs three RMWs of lines every thread's samples write: at
+     * T = 64 on 16 CPUs, 1.5x the phase when every wait was one). */
+    if (adapts && oversubscribed) abar__spin_lean_waited(b, t.raw);
+    else if (adapts) abar__spin_phase(b, t.raw, soon);
     const uint64_t deadline = abstime ? deadline_ns(abstime) : UINT64_MAX;
     uint64_t t0 = 0; /* read lazily: most waits end before the first clock read */
     uint64_t t1 = 0; /* when the budget started: t0, or when the last sleeper was seen */
