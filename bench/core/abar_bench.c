@@ -344,15 +344,40 @@ static struct team *team_new(const bimpl_t *im, unsigned T, int pinned, int mode
     return tm;
 }
 
+/* What abar's wait policy did during a row (src/core/policy.h, the core's
+ * own count, a lab hook outside the public API): one "policy" row for
+ * each kind of event that happened, param "SCEN:KIND", the count as the
+ * value.  Rows where nothing happened (every rival's, and every quiet
+ * row of abar's) print none. */
+enum { T_N = 5 };
+void abar__policy_tally(uint64_t out[T_N]);
+static const char *const tally_name[T_N] = { "signs", "unheard", "stretches", "ended-early", "unpaid" };
+
+static void policy_rows(const char *scen, const char *impl, unsigned T, const uint64_t a[T_N], const uint64_t b[T_N])
+{
+    for (int k = 0; k < T_N; k++) {
+        if (b[k] == a[k]) continue;
+        char param[64];
+        snprintf(param, sizeof param, "%s:%s", scen, tally_name[k]);
+        const double v = (double)(b[k] - a[k]);
+        stats_t st = { v, v, v, 1 };
+        row("policy", impl, T, param, st, 0, "count", "");
+    }
+}
+
 static void measure(const char *scen, const bimpl_t *im, unsigned T, int pinned, const bopts_t *o,
                     uint64_t cap_ns)
 {
     struct team *tm = team_new(im, T, pinned, M_LAT, o, cap_ns);
+    uint64_t t0[T_N], t1[T_N];
+    abar__policy_tally(t0);
     tm->b = im->create(T, NULL, NULL);
     tm->rc.start_ns = now_ns();
     run_team(tm);
     im->destroy(tm->b);
+    abar__policy_tally(t1);
     rctl_row(&tm->rc, scen, im->name, T, "-");
+    policy_rows(scen, im->name, T, t0, t1);
     free(tm);
 }
 
@@ -396,17 +421,21 @@ static void scen_floor(const bopts_t *o)
  * 0.95-1.04x (six runs; docs/lab/runs.md, "Eight placements a row", and
  * docs/bench.md, "The table at 63b75c2").  The rounds come back through a shared mapping. */
 #define LAT_PASSES 8u
-struct lat_acc { double v[BENCH_MAX_ROUNDS]; unsigned n; uint64_t phases; int capped; };
+struct lat_acc { double v[BENCH_MAX_ROUNDS]; unsigned n; uint64_t phases; int capped; uint64_t tally[T_N]; };
 
 static void lat_pass(const bimpl_t *im, unsigned T, unsigned per, const bopts_t *o, unsigned passes,
                      struct lat_acc *acc)
 {
     struct team *tm = team_new(im, T, 1, M_LAT, o, o->cap_ns / passes);
     rctl_init(&tm->rc, o->warm, per, o->round_ns, o->cap_ns / passes);
+    uint64_t t0[T_N], t1[T_N];
+    abar__policy_tally(t0);
     tm->b = im->create(T, NULL, NULL);
     tm->rc.start_ns = now_ns();
     run_team(tm);
     im->destroy(tm->b);
+    abar__policy_tally(t1);
+    for (int k = 0; k < T_N; k++) acc->tally[k] += t1[k] - t0[k];
     for (unsigned r = 0; r < tm->rc.nrec && acc->n < BENCH_MAX_ROUNDS; r++)
         acc->v[acc->n++] = tm->rc.per_phase[r];
     acc->phases += tm->rc.phases;
@@ -457,9 +486,12 @@ static void scen_lat(const bopts_t *o)
                     exit(1);
                 }
             }
-        for (unsigned i = 0; i < nimpls; i++)
+        for (unsigned i = 0; i < nimpls; i++) {
             row("lat", impls[i]->name, T, "-", stats_of(acc[i].v, acc[i].n), acc[i].phases, "ns/phase",
                 acc[i].capped ? "lb" : "");
+            const uint64_t zero[T_N] = { 0 };
+            policy_rows("lat", impls[i]->name, T, zero, acc[i].tally);
+        }
     }
     munmap(acc, nimpls * sizeof *acc);
 }

@@ -136,7 +136,24 @@ tables() {
     if (!(($1, $4) in seenp)) { seenp[$1, $4] = 1; ps[$1] = ps[$1] " " $4 }
     if ($1 == "hoststeal") hs[$4] = hs[$4] sprintf("%s %s %s", hs[$4] == "" ? "" : ",", $2, $5 < 0 ? "unknown" : sprintf("%.2f", $5))
     if ($1 ~ /^steal(nice)?[0-9.]+$/ && !($1 in isst)) { isst[$1] = 1; stl[++nst] = $1 }
+    if ($1 == "policy") {
+      split($4, pk, ":"); pkey = pk[1] SUBSEP $2 SUBSEP $3
+      if (!(pkey in polseen)) { polseen[pkey] = 1; pol[++npol] = pkey }
+      polv[pkey, pk[2]] = $5
+    }
     rows[++nr] = $0 }
+  # What the wait policy did during each row that it did anything in
+  # ("policy" rows: src/core/policy.h abar__policy_tally)
+  function policytab(   i, k, f) {
+    if (npol == 0) return
+    print "\n## policy: what the process-wide wait policy of abar did during each row (counts; rows where it did nothing are left out)"
+    printf "%-10s %-18s %5s %8s %8s %10s %12s %7s\n", "scenario", "impl", "T", "signs", "unheard", "stretches", "ended-early", "unpaid"
+    for (i = 1; i <= npol; i++) {
+      k = pol[i]; split(k, f, SUBSEP)
+      printf "%-10s %-18s %5s %8d %8d %10d %12d %7d\n", f[1], f[2], f[3], polv[k, "signs"], polv[k, "unheard"],
+        polv[k, "stretches"], polv[k, "ended-early"], polv[k, "unpaid"]
+    }
+  }
   # The steal the machine itself showed while the rows of a table ran
   # (/proc/stat, CPUs-worth; each binary over its own stretch), under the title.
   function hsteal(s) {
@@ -312,6 +329,7 @@ tables() {
       stealbest(stl[q])
       pivot2(stl[q])
     }
+    policytab()
   }' "$1"
 }
 {

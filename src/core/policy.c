@@ -76,6 +76,14 @@ static _Atomic uint64_t spin_ref;
 static _Atomic uint64_t sign_ph, sign_ns; /* the spinning sums at the series' first sign */
 
 static _Atomic uint32_t epoch;      /* stretches closed so far: a count names the one it is of */
+static _Atomic uint64_t tally[ABAR__T_N]; /* policy.h abar__policy_tally; events, not per wait */
+
+static void count(int k) { atomic_fetch_add_explicit(&tally[k], 1, memory_order_relaxed); }
+
+void abar__policy_tally(uint64_t out[ABAR__T_N])
+{
+    for (int k = 0; k < ABAR__T_N; k++) out[k] = atomic_load_explicit(&tally[k], memory_order_relaxed);
+}
 
 /* Phases per second, plus 1 (0 is "unknown"), at most 1e18 + 1: a phase
  * number that jumped, as one set by the caller can, must not overflow the
@@ -107,6 +115,7 @@ static void judge_stretch(uint64_t now)
     const uint64_t spin = atomic_load_explicit(&spin_ref, memory_order_relaxed);
     uint32_t sh = atomic_load_explicit(&deaf_shift, memory_order_relaxed);
     if (park && spin && spin * ABAR__WORSE_DEN > park * ABAR__WORSE_NUM) {
+        count(ABAR__T_UNPAID);
         atomic_store_explicit(&deaf_until, now + ((uint64_t)ABAR__CALM_NS << sh), memory_order_relaxed);
         if (sh < ABAR__CALM_SHIFT_MAX) atomic_store_explicit(&deaf_shift, sh + 1, memory_order_relaxed);
         /* and the next stretch, a try, is a short one */
@@ -125,7 +134,10 @@ static void end_stretch(uint64_t u, uint64_t now, bool early)
     if (!atomic_compare_exchange_strong_explicit(&abar__calm_until, &u, ABAR__JUDGING,
                                                  memory_order_relaxed, memory_order_relaxed))
         return; /* another thread ends it, or a stretch started meanwhile */
-    if (early) atomic_store_explicit(&calm_end, now, memory_order_relaxed);
+    if (early) {
+        atomic_store_explicit(&calm_end, now, memory_order_relaxed);
+        count(ABAR__T_EARLY);
+    }
     judge_stretch(now);
     atomic_store_explicit(&abar__calm_until, 0, memory_order_relaxed);
 }
@@ -142,6 +154,7 @@ bool abar__park_soon_slow(void)
 
 static void sign(uint64_t now)
 {
+    count(ABAR__T_SIGNS);
     const uint64_t last = atomic_load_explicit(&sign_at, memory_order_relaxed);
     atomic_store_explicit(&sign_at, now, memory_order_relaxed);
     const uint32_t n = now - last < ABAR__SIGN_WINDOW_NS
@@ -160,7 +173,10 @@ static void sign(uint64_t now)
         return;
     }
     atomic_store_explicit(&signs, 0, memory_order_relaxed);
-    if (now < atomic_load_explicit(&deaf_until, memory_order_relaxed)) return;
+    if (now < atomic_load_explicit(&deaf_until, memory_order_relaxed)) {
+        count(ABAR__T_UNHEARD);
+        return;
+    }
     const uint64_t was = atomic_load_explicit(&abar__calm_until, memory_order_relaxed);
     /* A stretch that is on runs its length and no longer: signs inside it
      * would otherwise extend it for as long as they come (the stretch's own
@@ -169,7 +185,10 @@ static void sign(uint64_t now)
     if (was != 0) { /* one over but not yet seen so: judged first */
         end_stretch(was, now, false);
         if (atomic_load_explicit(&abar__calm_until, memory_order_relaxed) != 0) return;
-        if (now < atomic_load_explicit(&deaf_until, memory_order_relaxed)) return; /* it did not pay */
+        if (now < atomic_load_explicit(&deaf_until, memory_order_relaxed)) { /* it did not pay */
+            count(ABAR__T_UNHEARD);
+            return;
+        }
     }
     /* a spinning stretch ends here; the spinning since the series' first
      * sign, if there is a rate's worth, judges the stretch if slower */
@@ -196,6 +215,7 @@ static void sign(uint64_t now)
     atomic_store_explicit(&calm_end, until, memory_order_relaxed);
     atomic_store_explicit(&calm_start, now, memory_order_relaxed);
     atomic_store_explicit(&abar__calm_until, until, memory_order_relaxed);
+    count(ABAR__T_STRETCHES);
 }
 
 void abar__spin_gap(uint64_t now, uint64_t gap)

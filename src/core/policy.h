@@ -65,6 +65,14 @@ static inline bool abar__park_soon(void)
     return atomic_load_explicit(&abar__calm_until, memory_order_relaxed) != 0 && abar__park_soon_slow();
 }
 
+/* What the policy did since the process began, for a lab to print beside
+ * its rows (bench/core/abar_bench.c's "policy" rows): signs seen, signs
+ * that would have started a stretch but were not heard (a stretch that
+ * did not pay made the policy deaf), stretches begun, stretches ended
+ * early (far worse than spinning), stretches judged not to have paid. */
+enum { ABAR__T_SIGNS, ABAR__T_UNHEARD, ABAR__T_STRETCHES, ABAR__T_EARLY, ABAR__T_UNPAID, ABAR__T_N };
+void abar__policy_tally(uint64_t out[ABAR__T_N]);
+
 /* A spinner saw its clock jump by `gap` ns at `now` (block()). */
 void abar__spin_gap(uint64_t now, uint64_t gap);
 

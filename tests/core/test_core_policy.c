@@ -81,6 +81,11 @@ TEST(stalled_phases_make_waiters_park_soon)
         _exit(1);
     }
     CHECK(stretch);
+    /* the lab's count (policy.h) saw the signs and the stretch */
+    uint64_t tally[ABAR__T_N];
+    abar__policy_tally(tally);
+    CHECK(tally[ABAR__T_SIGNS] >= ABAR__SIGNS);
+    CHECK(tally[ABAR__T_STRETCHES] >= 1);
     CHECK_EQ(abar_destroy(&sb), 0);
 }
 
