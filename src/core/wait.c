@@ -49,6 +49,10 @@ static inline bool pending_result(int r) { return r == EBUSY || r == OPEN; }
  * and still a bound if a woken sleeper never comes back (its process
  * stopped). */
 #define ABAR__WAKING_SPIN_NS 20000000u
+/* Past its budget, an oversubscribed waiter parks once each participant
+ * has had its turns, or after this long (block()): the longest budget of
+ * a default-policy wait (futex.c ABAR__SPIN_MAX_NS). */
+#define ABAR__TURNS_NS 800000u
 
 /* Whether phase t.raw has been released.  acquire: pairs with the
  * completer's release store of phase. */
@@ -177,9 +181,13 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
              * than CPUs a phase can outlast the budget, and waiters that
              * park then make every later phase slower still (they must be
              * woken): all end up parked, at ten times the phase time.
-             * Not in a park-soon stretch: there phases stall anyway. */
+             * Not in a park-soon stretch: there phases stall anyway.  And
+             * not past ABAR__TURNS_NS: yields that return at once (nothing
+             * else to run: a lone waiter whose arrivals come late, by
+             * abar_arrive_n) give nobody a turn, and 4 per participant of
+             * 4096 burnt a whole 10 ms wait. */
             if (now - t1 >= budget &&
-                (!oversubscribed || soon ||
+                (!oversubscribed || soon || now - t1 >= ABAR__TURNS_NS ||
                  i >= 4 * atomic_load_explicit(&b->expected, memory_order_relaxed))) {
                 if (!(b->flags & ABAR_WAIT_SPIN)) break;
                 /* A spinner past its budget never parks, but lets the CPU go
