@@ -123,7 +123,7 @@
  * checked as a variant, should it come back),
  * FIX_CANCEL_WAKE (1, as lifecycle.c:154 abar__futex_wake_all since
  * 8fb3cd8: abar_cancel always wakes; 0: only when PARKED, finding F2),
- * FIX_CANCEL_PARK (1, as wait.c:216 ST_CANCELLED since 177c88b: a parker
+ * FIX_CANCEL_PARK (1, as wait.c:207 ST_CANCELLED since 177c88b: a parker
  * whose look said "pending" on a cancelled state yields instead of
  * sleeping; 0: it parks, finding F4),
  * NO_ONLY (0: 1 leaves out the plain arrive without a wait in the last
@@ -423,20 +423,20 @@ inline futex_wait(res, val, tmd)
     od
 }
 
-/* wait.c:104-244 block (with wait.c:86-91 lean_spin and wait.c:78-85
+/* wait.c:103-235 block (with wait.c:85-90 lean_spin and wait.c:77-84
  * first_polls): spin (unless PARK), then park.  Returns in r. */
 inline block(tk, tmd)
 {
-    /* The spin loop, wait.c:143-196 `for (unsigned i = 1`.  Its policy is a
-     * free choice each round: ABAR_WAIT_PARK skips it (wait.c:129
+    /* The spin loop, wait.c:137-187 `for (unsigned i = 1`.  Its policy is a
+     * free choice each round: ABAR_WAIT_PARK skips it (wait.c:126
      * ABAR_WAIT_PARK), the default leaves it when the budget is spent (and,
      * oversubscribed, after 4 yields per participant: any round,
-     * wait.c:183-191 oversubscribed), ABAR_WAIT_SPIN never leaves it.  A
-     * round reads `phase` (wait.c:148 released; the first 128 rounds,
-     * wait.c:78-85 first_polls, in lean_spin, read only `phase`), then the
-     * futex word's cancel bit (wait.c:153 ABAR__FUTEX_CANCELLED), and looks
-     * (wait.c:155 look) when the bit is set or on every 1024th round
-     * (wait.c:154 `i % 1024`).  A round whose loads find phase <= tk, the
+     * wait.c:177-182 oversubscribed), ABAR_WAIT_SPIN never leaves it.  A
+     * round reads `phase` (wait.c:142 released; the first 128 rounds,
+     * wait.c:77-84 first_polls, in lean_spin, read only `phase`), then the
+     * futex word's cancel bit (wait.c:147 ABAR__FUTEX_CANCELLED), and looks
+     * (wait.c:149 look) when the bit is set or on every 1024th round
+     * (wait.c:148 `i % 1024`).  A round whose loads find phase <= tk, the
      * bit clear, and (if it looks) the token still pending changes nothing
      * but the spinner's locals; such rounds are folded into one blocking step
      * that waits until a round can see news: `phase` past tk, the bit, or
@@ -449,35 +449,35 @@ inline block(tk, tmd)
      * caught (P5) by the round's first access. */
     do
     :: atomic { ACCESS; phase > tk || (futex & FUT_CANC) || (state & (CANC | FIN)) || dead || EXTRA && tmd } ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:81,148 released */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:80,142 released */
        if
        :: tmp > tk -> r = 0; goto blockdone
        :: else -> skip
        fi;
-       atomic { ACCESS; tmp = futex };                   /* wait.c:151 futex */
+       atomic { ACCESS; tmp = futex };                   /* wait.c:145 futex */
        if
-       :: skip ->                                        /* wait.c:153-154 ABAR__FUTEX_CANCELLED: the cancel bit, or i % 1024 == 0 */
+       :: skip ->                                        /* wait.c:147-148 ABAR__FUTEX_CANCELLED: the cancel bit, or i % 1024 == 0 */
           tmp = 0;
-          look(r, tk);                                   /* wait.c:155 look */
+          look(r, tk);                                   /* wait.c:149 look */
           if :: !PENDING(r) -> goto blockdone :: else -> skip fi
        :: !(tmp & FUT_CANC) -> tmp = 0                   /* no bit, not a 1024th round */
        fi
-    :: tmd ->                                            /* wait.c:164-167 deadline: one more look */
+    :: tmd ->                                            /* wait.c:158-161 deadline: one more look */
        look(r, tk);
        r = (PENDING(r) -> ETIMEDOUT : r);
        goto blockdone
-    :: break                                             /* wait.c:129 ABAR_WAIT_PARK, wait.c:192 break: park */
+    :: break                                             /* wait.c:126 ABAR_WAIT_PARK, wait.c:183 break: park */
     od;
-    /* The park loop, wait.c:206-241 `for (;;)`. */
+    /* The park loop, wait.c:197-232 `for (;;)`. */
     do
-    :: atomic { ACCESS; v = futex };                     /* wait.c:213 futex: the word before the look */
-       look(r, tk);                                      /* wait.c:214 look */
+    :: atomic { ACCESS; v = futex };                     /* wait.c:204 futex: the word before the look */
+       look(r, tk);                                      /* wait.c:205 look */
        if :: !PENDING(r) -> goto blockdone :: else -> skip fi;
-       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:215 deadline */
+       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:206 deadline */
        if
-       :: r == EBUSY -> goto parkagain                   /* wait.c:215-218 sched_yield */
+       :: r == EBUSY -> goto parkagain                   /* wait.c:206-209 sched_yield */
 #if FIX_CANCEL_PARK
-       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:214-217 ST_CANCELLED: cancelled, looked complete: yield */
+       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:205-208 ST_CANCELLED: cancelled, looked complete: yield */
 #endif
        :: else -> skip
        fi;
@@ -485,7 +485,7 @@ inline block(tk, tmd)
        /* bug 2: sleep without announcing PARKED */
 #else
        if
-       :: !(s & PARKED) ->                               /* wait.c:225-230 ST_PARKED */
+       :: !(s & PARKED) ->                               /* wait.c:216-221 ST_PARKED */
           atomic {
               ACCESS;
               if
@@ -497,11 +497,11 @@ inline block(tk, tmd)
        :: else -> skip
        fi;
 #endif
-       futex_wait(r, v, tmd);                            /* wait.c:232 abar__futex_wait */
+       futex_wait(r, v, tmd);                            /* wait.c:223 abar__futex_wait */
        if
        :: r == ETIMEDOUT ->
-          look(r, tk);                                   /* wait.c:235 look */
-          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:234 ETIMEDOUT */
+          look(r, tk);                                   /* wait.c:226 look */
+          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:225 ETIMEDOUT */
           goto blockdone
        :: else -> skip
        fi;
@@ -571,14 +571,14 @@ inline leave()
 #endif
 }
 
-/* wait.c:247-254 wait_registered (the caller, wait.c:256-281 wait_common, found the token
- * not yet complete on the release words, wait.c:265 done). */
+/* wait.c:238-245 wait_registered (the caller, wait.c:247-272 wait_common, found the token
+ * not yet complete on the release words, wait.c:256 done). */
 inline wait_registered(tk, tmd)
 {
-    enter();                                             /* wait.c:250 abar__enter */
+    enter();                                             /* wait.c:241 abar__enter */
     assert(entered);                                     /* no destroy races these waits */
-    block(tk, tmd);                                      /* wait.c:251 block */
-    leave()                                              /* wait.c:252 abar__leave */
+    block(tk, tmd);                                      /* wait.c:242 block */
+    leave()                                              /* wait.c:243 abar__leave */
 }
 
 /* What a returned wait may say (P1, P4). */
@@ -1429,9 +1429,9 @@ nextphase:
        :: !EXTRA && lastph && _pid != 0 && !NO_ONLY -> op = OP_ONLY
        :: EXTRA && _pid != 0 -> op = OP_ARR
        fi;
-       /* OP_AW is abar_arrive_and_wait: arrive_and_wait (wait.c:364-392 arrive_and_wait),
+       /* OP_AW is abar_arrive_and_wait: arrive_and_wait (wait.c:355-383 arrive_and_wait),
         * and on a private pair without a completion function (PAIR)
-        * pair_arrive_and_wait (wait.c:332-362 pair_arrive_and_wait), the same steps in one path:
+        * pair_arrive_and_wait (wait.c:323-353 pair_arrive_and_wait), the same steps in one path:
         * slot_push (enter), the look for destroy's mark, abar__ticket_add,
         * the first look at `phase` and the spin, pair_block (block),
         * slot_pop (leave).  Its PREFETCHW before the add
@@ -1482,7 +1482,7 @@ nextphase:
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
        if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:376 abar__enter */
+       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:367 abar__enter */
        :: else -> skip
        fi;
 #endif
@@ -1524,29 +1524,29 @@ arrivalmade:
           leave(); left = 1;                             /* bug 13: leaves right after its arrival */
 #endif
           if
-          :: lst -> skip                                 /* wait.c:384 last: we completed it */
+          :: lst -> skip                                 /* wait.c:375 last: we completed it */
           :: else ->
-             atomic { ACCESS; tmp = phase };             /* wait.c:387 phase: released meanwhile? */
+             atomic { ACCESS; tmp = phase };             /* wait.c:378 phase: released meanwhile? */
              if
 #if MUTANT == 12
              :: tmp >= tp -> tmp = 0                     /* bug 12: `phase` == tp taken as released */
 #else
-             :: tmp > tp -> tmp = 0                      /* wait.c:387 `> t.raw` */
+             :: tmp > tp -> tmp = 0                      /* wait.c:378 `> t.raw` */
 #endif
 #if MUTANT == 13
              :: else -> tmp = 0; wait_registered(tp, 0)  /* bug 13: then waits as abar_wait does */
 #else
-             :: else -> tmp = 0; block(tp, 0)            /* wait.c:389-390 block */
+             :: else -> tmp = 0; block(tp, 0)            /* wait.c:380-381 block */
 #endif
              fi
           fi;
           check_wait(tp, r, 0)
        :: r == 0 && (op == OP_SPLIT || op == OP_TIMED) ->
-          do                                             /* wait.c:256-281 wait_common */
-          :: atomic { ACCESS; tmp = phase };             /* wait.c:264 phase */
+          do                                             /* wait.c:247-272 wait_common */
+          :: atomic { ACCESS; tmp = phase };             /* wait.c:255 phase */
              if
              :: tp < tmp -> r = 0; tmp = 0
-             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:280 wait_registered */
+             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:271 wait_registered */
              fi;
              check_wait(tp, r, timed);
              if
@@ -1558,7 +1558,7 @@ arrivalmade:
        :: else -> skip
        fi;
        if
-       :: op == OP_AW && !left -> leave()                /* wait.c:390 abar__leave */
+       :: op == OP_AW && !left -> leave()                /* wait.c:381 abar__leave */
        :: else -> skip
        fi;
        if
@@ -1639,7 +1639,7 @@ active proctype canceller()
 #endif
 
 #if OBSERVER
-/* A non-participant: lifecycle.c:167-175 abar_current, then wait.c:283
+/* A non-participant: lifecycle.c:167-175 abar_current, then wait.c:274
  * abar_wait. */
 active proctype observer()
 {
@@ -1655,10 +1655,10 @@ active proctype observer()
     fi;
     if
     :: r == 0 && tp < NPH ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:264 phase */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:255 phase */
        if
        :: tp < tmp -> r = 0; tmp = 0
-       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:280 wait_registered */
+       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:271 wait_registered */
        fi;
        check_wait(tp, r, 0)
     :: else -> skip

@@ -49,9 +49,8 @@ static inline bool pending_result(int r) { return r == EBUSY || r == OPEN; }
  * and still a bound if a woken sleeper never comes back (its process
  * stopped). */
 #define ABAR__WAKING_SPIN_NS 20000000u
-/* Past its budget, an oversubscribed waiter parks once each participant
- * has had its turns, or after this long (block()): the longest budget of
- * a default-policy wait (futex.c ABAR__SPIN_MAX_NS). */
+/* Past its budget, an oversubscribed waiter parks after its turns or this
+ * long (block()): futex.c's longest budget. */
 #define ABAR__TURNS_NS 800000u
 
 /* Whether phase t.raw has been released.  acquire: pairs with the
@@ -121,9 +120,7 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
      * a hint.  While the host takes CPUs or phases stall for milliseconds
      * (policy.c), a waiter not told to spin spins only as long as a park
      * costs, a wake-up (abar__spin_lean), and never longer for the woken;
-     * oversubscribed too: its yields keep every CPU busy, so the host takes
-     * the CPUs of threads the phase waits for (64 vCPUs stealing 1.9: 2.4 ms
-     * a phase of 128 threads, against 0.27 ms parking alone). */
+     * oversubscribed too (its yields keep every CPU busy as well). */
     const bool adapts = !(b->flags & (ABAR_WAIT_SPIN | ABAR_WAIT_PARK));
     const bool soon = adapts && abar__park_soon();
     uint64_t budget = (b->flags & ABAR_WAIT_PARK) ? 0
@@ -131,11 +128,8 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
                              : abar__spin_budget(b, atomic_load_explicit(&b->slept, memory_order_relaxed)
                                                         ? ABAR__SLEPT_SPIN_FACTOR : 1);
     /* How fast phases go (policy.c).  Oversubscribed, nearly every wait
-     * comes here: one in ABAR__LEAN_EVERY is a sample, as of the waits
-     * that end in their first spin (each sample counted into the shared
-     * sums costs three RMWs of lines every thread's samples write: with
-     * every wait a sample, T = 64 on 16 CPUs took 7.8-10.6 µs a phase,
-     * against 7.4-8.2 so and 6.8-8.3 with no samples). */
+     * comes here: one in 64 is a sample, as of lean waits (a sample costs
+     * three RMWs of shared lines: docs/lab/steal.md). */
     if (adapts && oversubscribed) abar__spin_lean_waited(b, t.raw);
     else if (adapts) abar__spin_phase(b, t.raw, soon);
     const uint64_t deadline = abstime ? deadline_ns(abstime) : UINT64_MAX;
@@ -181,11 +175,8 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
              * than CPUs a phase can outlast the budget, and waiters that
              * park then make every later phase slower still (they must be
              * woken): all end up parked, at ten times the phase time.
-             * Not in a park-soon stretch: there phases stall anyway.  And
-             * not past ABAR__TURNS_NS: yields that return at once (nothing
-             * else to run: a lone waiter whose arrivals come late, by
-             * abar_arrive_n) give nobody a turn, and 4 per participant of
-             * 4096 burnt a whole 10 ms wait. */
+             * Not in a stretch (phases stall anyway), nor past
+             * ABAR__TURNS_NS (yields that return at once give no turns). */
             if (now - t1 >= budget &&
                 (!oversubscribed || soon || now - t1 >= ABAR__TURNS_NS ||
                  i >= 4 * atomic_load_explicit(&b->expected, memory_order_relaxed))) {
