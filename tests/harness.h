@@ -150,8 +150,23 @@ static int harness_run_one(const struct harness_case *c, int timeout_s)
     char self[1024];
     snprintf(self, sizeof self, "\"%s\"", harness_self);
     const char *args[] = { self, "--case", c->name, NULL };
-    intptr_t h = _spawnv(_P_NOWAIT, harness_self, args);
-    if (h == -1) { perror("_spawnv"); return 0; }
+    /* Under Wine on a loaded machine, starting a process fails now and
+     * then (_spawnv: EINVAL) with nothing wrong in the case; it is tried
+     * again, and only a start that fails five times fails the case. */
+    intptr_t h = -1;
+    for (int attempt = 1; h == -1; attempt++) {
+        h = _spawnv(_P_NOWAIT, harness_self, args);
+        if (h != -1) break;
+        int err = errno;
+        if (attempt == 5) {
+            printf("FAIL %-40s its process could not be started: %s\n", c->name,
+                   strerror(err));
+            return 0;
+        }
+        fprintf(stderr, "harness: starting %s failed (%s), trying again\n", c->name,
+                strerror(err));
+        Sleep(200u * (unsigned)attempt);
+    }
     DWORD st = 1;
     if (WaitForSingleObject((HANDLE)h, (DWORD)timeout_s * 1000u) != WAIT_OBJECT_0) {
         TerminateProcess((HANDLE)h, 1);
