@@ -123,7 +123,7 @@
  * checked as a variant, should it come back),
  * FIX_CANCEL_WAKE (1, as lifecycle.c:154 abar__futex_wake_all since
  * 8fb3cd8: abar_cancel always wakes; 0: only when PARKED, finding F2),
- * FIX_CANCEL_PARK (1, as wait.c:207 ST_CANCELLED since 177c88b: a parker
+ * FIX_CANCEL_PARK (1, as wait.c:177 ST_CANCELLED since 177c88b: a parker
  * whose look said "pending" on a cancelled state yields instead of
  * sleeping; 0: it parks, finding F4),
  * NO_ONLY (0: 1 leaves out the plain arrive without a wait in the last
@@ -249,7 +249,7 @@
 #define EDEADLK   35
 #define ETIMEDOUT 110
 #define ECANCELED 125
-#define OPEN      255   /* judge: the token's phase is the open one (wait.c:9 OPEN) */
+#define OPEN      255   /* judge: the token's phase is the open one (wait.c:10 OPEN) */
 
 /* The state word, abar_internal.h:4-14 pending and
  * abar_internal.h:64-76 ST_PENDING_BIAS, shrunk: pending with a
@@ -374,22 +374,22 @@ inline snapshot(res, sv)
 /* abar_internal.h:223-226 abar__state_phase */
 #define STATE_PHASE(c, sv) (STPH(sv) == LO(c) -> (c) : (c) + 1)
 
-/* wait.c:15-27 judge (EDEADLK needs a completion that waits: not modelled) */
+/* wait.c:17-29 judge (EDEADLK needs a completion that waits: not modelled) */
 inline judge(res, tk, c, sv)
 {
     if
-    :: tk < c -> res = 0                                             /* wait.c:17 `t.raw < cur` */
-    :: tk >= c && tk > STATE_PHASE(c, sv) -> res = EINVAL            /* wait.c:19 EINVAL */
-    :: tk >= c && tk < STATE_PHASE(c, sv) -> res = EBUSY             /* wait.c:20 EBUSY */
-    :: tk >= c && tk == STATE_PHASE(c, sv) && (sv & FIN) -> res = ECANCELED /* wait.c:21 ST_FINISHED */
+    :: tk < c -> res = 0                                             /* wait.c:19 `t.raw < cur` */
+    :: tk >= c && tk > STATE_PHASE(c, sv) -> res = EINVAL            /* wait.c:21 EINVAL */
+    :: tk >= c && tk < STATE_PHASE(c, sv) -> res = EBUSY             /* wait.c:22 EBUSY */
+    :: tk >= c && tk == STATE_PHASE(c, sv) && (sv & FIN) -> res = ECANCELED /* wait.c:23 ST_FINISHED */
     :: tk >= c && tk == STATE_PHASE(c, sv) && !(sv & FIN) && (sv & CANC) && !COMPLETING(sv) ->
-       res = ECANCELED                                               /* wait.c:24 ST_CANCELLED */
-    :: else -> res = OPEN                                            /* wait.c:26 OPEN */
+       res = ECANCELED                                               /* wait.c:26 ST_CANCELLED */
+    :: else -> res = OPEN                                            /* wait.c:28 OPEN */
     fi
 }
-#define PENDING(r) ((r) == EBUSY || (r) == OPEN)                     /* wait.c:35 pending_result */
+#define PENDING(r) ((r) == EBUSY || (r) == OPEN)                     /* wait.c:37 pending_result */
 
-/* wait.c:29-33 look */
+/* wait.c:31-35 look */
 inline look(res, tk)
 {
     snapshot(cur, s);
@@ -423,20 +423,21 @@ inline futex_wait(res, val, tmd)
     od
 }
 
-/* wait.c:103-235 block (with wait.c:85-90 lean_spin and wait.c:77-84
- * first_polls): spin (unless PARK), then park.  Returns in r. */
+/* wait.c:208-214 abar__block (with wait.h:42-47 lean_spin and wait.h:34-41
+ * first_polls): wait.c:68-151 spin (unless told to park), then wait.c:162-205 park.
+ * Returns in r. */
 inline block(tk, tmd)
 {
-    /* The spin loop, wait.c:137-187 `for (unsigned i = 1`.  Its policy is a
-     * free choice each round: ABAR_WAIT_PARK skips it (wait.c:126
+    /* The spin loop, wait.c:97-147 `for (unsigned i = 1`.  Its policy is a
+     * free choice each round: ABAR_WAIT_PARK skips it (wait.c:87
      * ABAR_WAIT_PARK), the default leaves it when the budget is spent (and,
      * oversubscribed, after 4 yields per participant: any round,
-     * wait.c:177-182 oversubscribed), ABAR_WAIT_SPIN never leaves it.  A
-     * round reads `phase` (wait.c:142 released; the first 128 rounds,
-     * wait.c:77-84 first_polls, in lean_spin, read only `phase`), then the
-     * futex word's cancel bit (wait.c:147 ABAR__FUTEX_CANCELLED), and looks
-     * (wait.c:149 look) when the bit is set or on every 1024th round
-     * (wait.c:148 `i % 1024`).  A round whose loads find phase <= tk, the
+     * wait.c:140-142 oversubscribed), ABAR_WAIT_SPIN never leaves it.  A
+     * round reads `phase` (wait.c:102 released; the first 128 rounds,
+     * wait.h:34-41 first_polls, in lean_spin, read only `phase`), then the
+     * futex word's cancel bit (wait.c:107 ABAR__FUTEX_CANCELLED), and looks
+     * (wait.c:109 look) when the bit is set or on every 1024th round
+     * (wait.c:108 `i % 1024`).  A round whose loads find phase <= tk, the
      * bit clear, and (if it looks) the token still pending changes nothing
      * but the spinner's locals; such rounds are folded into one blocking step
      * that waits until a round can see news: `phase` past tk, the bit, or
@@ -449,35 +450,35 @@ inline block(tk, tmd)
      * caught (P5) by the round's first access. */
     do
     :: atomic { ACCESS; phase > tk || (futex & FUT_CANC) || (state & (CANC | FIN)) || dead || EXTRA && tmd } ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:80,142 released */
+       atomic { ACCESS; tmp = phase };                   /* wait.h:37 released, wait.c:102 released */
        if
        :: tmp > tk -> r = 0; goto blockdone
        :: else -> skip
        fi;
-       atomic { ACCESS; tmp = futex };                   /* wait.c:145 futex */
+       atomic { ACCESS; tmp = futex };                   /* wait.c:105 futex */
        if
-       :: skip ->                                        /* wait.c:147-148 ABAR__FUTEX_CANCELLED: the cancel bit, or i % 1024 == 0 */
+       :: skip ->                                        /* wait.c:107-108 ABAR__FUTEX_CANCELLED: the cancel bit, or i % 1024 == 0 */
           tmp = 0;
-          look(r, tk);                                   /* wait.c:149 look */
+          look(r, tk);                                   /* wait.c:109 look */
           if :: !PENDING(r) -> goto blockdone :: else -> skip fi
        :: !(tmp & FUT_CANC) -> tmp = 0                   /* no bit, not a 1024th round */
        fi
-    :: tmd ->                                            /* wait.c:158-161 deadline: one more look */
+    :: tmd ->                                            /* wait.c:118-121 deadline: one more look */
        look(r, tk);
        r = (PENDING(r) -> ETIMEDOUT : r);
        goto blockdone
-    :: break                                             /* wait.c:126 ABAR_WAIT_PARK, wait.c:183 break: park */
+    :: break                                             /* wait.c:87 ABAR_WAIT_PARK, wait.c:143 PARK: park */
     od;
-    /* The park loop, wait.c:197-232 `for (;;)`. */
+    /* The park loop, wait.c:169-204 `for (;;)`. */
     do
-    :: atomic { ACCESS; v = futex };                     /* wait.c:204 futex: the word before the look */
-       look(r, tk);                                      /* wait.c:205 look */
+    :: atomic { ACCESS; v = futex };                     /* wait.c:174 futex: the word before the look */
+       look(r, tk);                                      /* wait.c:175 look */
        if :: !PENDING(r) -> goto blockdone :: else -> skip fi;
-       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:206 deadline */
+       if :: tmd -> r = ETIMEDOUT; goto blockdone :: skip fi; /* wait.c:176 deadline */
        if
-       :: r == EBUSY -> goto parkagain                   /* wait.c:206-209 sched_yield */
+       :: r == EBUSY -> goto parkagain                   /* wait.c:176-179 sched_yield */
 #if FIX_CANCEL_PARK
-       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:205-208 ST_CANCELLED: cancelled, looked complete: yield */
+       :: r != EBUSY && (s & CANC) -> goto parkagain     /* wait.c:175-178 ST_CANCELLED: cancelled, looked complete: yield */
 #endif
        :: else -> skip
        fi;
@@ -485,7 +486,7 @@ inline block(tk, tmd)
        /* bug 2: sleep without announcing PARKED */
 #else
        if
-       :: !(s & PARKED) ->                               /* wait.c:216-221 ST_PARKED */
+       :: !(s & PARKED) ->                               /* wait.c:186-191 ST_PARKED */
           atomic {
               ACCESS;
               if
@@ -497,11 +498,11 @@ inline block(tk, tmd)
        :: else -> skip
        fi;
 #endif
-       futex_wait(r, v, tmd);                            /* wait.c:223 abar__futex_wait */
+       futex_wait(r, v, tmd);                            /* wait.c:193 abar__futex_wait */
        if
        :: r == ETIMEDOUT ->
-          look(r, tk);                                   /* wait.c:226 look */
-          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:225 ETIMEDOUT */
+          look(r, tk);                                   /* wait.c:196 look */
+          r = (PENDING(r) -> ETIMEDOUT : r);             /* wait.c:195 ETIMEDOUT */
           goto blockdone
        :: else -> skip
        fi;
@@ -571,14 +572,14 @@ inline leave()
 #endif
 }
 
-/* wait.c:238-245 wait_registered (the caller, wait.c:247-272 wait_common, found the token
- * not yet complete on the release words, wait.c:256 done). */
+/* wait.c:217-224 wait_registered (the caller, wait.c:226-251 wait_common, found the token
+ * not yet complete on the release words, wait.c:235 done). */
 inline wait_registered(tk, tmd)
 {
-    enter();                                             /* wait.c:241 abar__enter */
+    enter();                                             /* wait.c:220 abar__enter */
     assert(entered);                                     /* no destroy races these waits */
-    block(tk, tmd);                                      /* wait.c:242 block */
-    leave()                                              /* wait.c:243 abar__leave */
+    block(tk, tmd);                                      /* wait.c:221 abar__block */
+    leave()                                              /* wait.c:222 abar__leave */
 }
 
 /* What a returned wait may say (P1, P4). */
@@ -1429,9 +1430,9 @@ nextphase:
        :: !EXTRA && lastph && _pid != 0 && !NO_ONLY -> op = OP_ONLY
        :: EXTRA && _pid != 0 -> op = OP_ARR
        fi;
-       /* OP_AW is abar_arrive_and_wait: arrive_and_wait (wait.c:355-383 arrive_and_wait),
+       /* OP_AW is abar_arrive_and_wait: arrive_and_wait (arrive_wait.c:78-106 arrive_and_wait),
         * and on a private pair without a completion function (PAIR)
-        * pair_arrive_and_wait (wait.c:323-353 pair_arrive_and_wait), the same steps in one path:
+        * pair_arrive_and_wait (arrive_wait.c:46-76 pair_arrive_and_wait), the same steps in one path:
         * slot_push (enter), the look for destroy's mark, abar__ticket_add,
         * the first look at `phase` and the spin, pair_block (block),
         * slot_pop (leave).  Its PREFETCHW before the add
@@ -1482,7 +1483,7 @@ nextphase:
        /* bug 6: arrive_and_wait registers after its arrival */
 #else
        if
-       :: op == OP_AW -> enter(); assert(entered)        /* wait.c:367 abar__enter */
+       :: op == OP_AW -> enter(); assert(entered)        /* arrive_wait.c:90 abar__enter */
        :: else -> skip
        fi;
 #endif
@@ -1524,29 +1525,29 @@ arrivalmade:
           leave(); left = 1;                             /* bug 13: leaves right after its arrival */
 #endif
           if
-          :: lst -> skip                                 /* wait.c:375 last: we completed it */
+          :: lst -> skip                                 /* arrive_wait.c:98 last: we completed it */
           :: else ->
-             atomic { ACCESS; tmp = phase };             /* wait.c:378 phase: released meanwhile? */
+             atomic { ACCESS; tmp = phase };             /* arrive_wait.c:101 phase: released meanwhile? */
              if
 #if MUTANT == 12
              :: tmp >= tp -> tmp = 0                     /* bug 12: `phase` == tp taken as released */
 #else
-             :: tmp > tp -> tmp = 0                      /* wait.c:378 `> t.raw` */
+             :: tmp > tp -> tmp = 0                      /* arrive_wait.c:101 `> t.raw` */
 #endif
 #if MUTANT == 13
              :: else -> tmp = 0; wait_registered(tp, 0)  /* bug 13: then waits as abar_wait does */
 #else
-             :: else -> tmp = 0; block(tp, 0)            /* wait.c:380-381 block */
+             :: else -> tmp = 0; block(tp, 0)            /* arrive_wait.c:103-104 abar__block */
 #endif
              fi
           fi;
           check_wait(tp, r, 0)
        :: r == 0 && (op == OP_SPLIT || op == OP_TIMED) ->
-          do                                             /* wait.c:247-272 wait_common */
-          :: atomic { ACCESS; tmp = phase };             /* wait.c:255 phase */
+          do                                             /* wait.c:226-251 wait_common */
+          :: atomic { ACCESS; tmp = phase };             /* wait.c:234 phase */
              if
              :: tp < tmp -> r = 0; tmp = 0
-             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:271 wait_registered */
+             :: else -> tmp = 0; wait_registered(tp, timed) /* wait.c:250 wait_registered */
              fi;
              check_wait(tp, r, timed);
              if
@@ -1558,7 +1559,7 @@ arrivalmade:
        :: else -> skip
        fi;
        if
-       :: op == OP_AW && !left -> leave()                /* wait.c:381 abar__leave */
+       :: op == OP_AW && !left -> leave()                /* arrive_wait.c:104 abar__leave */
        :: else -> skip
        fi;
        if
@@ -1639,7 +1640,7 @@ active proctype canceller()
 #endif
 
 #if OBSERVER
-/* A non-participant: lifecycle.c:167-175 abar_current, then wait.c:274
+/* A non-participant: lifecycle.c:167-175 abar_current, then wait.c:253
  * abar_wait. */
 active proctype observer()
 {
@@ -1655,10 +1656,10 @@ active proctype observer()
     fi;
     if
     :: r == 0 && tp < NPH ->
-       atomic { ACCESS; tmp = phase };                   /* wait.c:255 phase */
+       atomic { ACCESS; tmp = phase };                   /* wait.c:234 phase */
        if
        :: tp < tmp -> r = 0; tmp = 0
-       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:271 wait_registered */
+       :: else -> tmp = 0; wait_registered(tp, 0)        /* wait.c:250 wait_registered */
        fi;
        check_wait(tp, r, 0)
     :: else -> skip

@@ -100,6 +100,7 @@ void abar__spin_lean_sample(const void *b, uint64_t raw)
 }
 #include "tree.c"
 #include "wait.c"
+#include "arrive_wait.c"
 
 /* The constructors, and the caches a client may preset (tree_min_cache:
  * the smallest expected count with leaves, as ABAR_TREE_MIN sets it). */

@@ -143,13 +143,13 @@ struct abar_impl {
     abar_completion_fn *completion;
     void *arg;
     _Atomic uint32_t expected;/* this phase's expected count; only completers write it */
-    _Atomic uint32_t slept;   /* the last release woke sleepers (a hint: block()) */
+    _Atomic uint32_t slept;   /* the last release woke sleepers (a hint: abar__block) */
     struct abar__leaf *leaves;/* the arrival tree's leaves, or NULL (tree.c) */
     /* line 2: waiters of a process-shared barrier register here, away from
      * the arrivals (those of a private one use hazard slots, hazard.c) */
     _Atomic uint32_t inside;  /* threads blocked in a wait: destroy is EBUSY while > 0 */
     _Atomic uint32_t asleep[2];/* waiters of a phase of each parity in FUTEX_WAIT, or woken
-                                  and not yet back from it (a hint: block()) */
+                                  and not yet back from it (a hint: abar__block) */
     _Atomic uint32_t spin_shift;/* the spin budget is doubled this many times (futex.c) */
     _Atomic uint64_t parked_at;/* when a waiter last set PARKED, ns (futex.c) */
     _Atomic uint64_t woke_at; /* when a completer last woke sleepers, ns (futex.c) */
@@ -336,7 +336,7 @@ static inline int abar__ticket_add(struct abar_impl *b, uint64_t *before, uint64
         *before = abar__ticket_release_wrapped(b, v);
         return ABAR__TICKET_CARRIED;
     }
-    /* The hint block() reads (abar__publish); relaxed: a hint. */
+    /* The hint abar__block reads (abar__publish); relaxed: a hint. */
     if (atomic_load_explicit(&b->slept, memory_order_relaxed))
         atomic_store_explicit(&b->slept, 0, memory_order_relaxed);
     abar__before_release(b);
@@ -427,7 +427,7 @@ static inline void abar__hazard_fence_light(void)
 }
 void abar__hazard_fence_heavy(void);
 
-/* Takes the thread's next hazard slot for b (wait.c): the depth first, then the
+/* Takes the thread's next hazard slot for b (arrive_wait.c): the depth first, then the
  * slot, so that a wait in a signal handler that interrupts us between the
  * two takes the next slot, not ours (the signal fence is the compiler's
  * order, all a handler on this thread needs).  Then our slot, then
@@ -554,7 +554,7 @@ static inline void abar__prefetch_write(const volatile void *p)
     __builtin_prefetch((const void *)p, 1, 3);
 #endif
 }
-/* A waiter released in its first spin (wait.c lean_spin): its next call is
+/* A waiter released in its first spin (wait.h lean_spin): its next call is
  * most likely its next arrival, an RMW on `state` (on a barrier without
  * leaves), and from here to that RMW is the critical path at T = 3, 4.
  * Asking for the line now overlaps its transfer with the way back: 2.5-3 %
@@ -566,7 +566,7 @@ static inline bool abar__prefetch_next_arrival(const struct abar_impl *b)
     if (!(b->flags & ABAR__NLEAVES_MASK)) abar__prefetch_write(&b->state);
     return true;
 }
-/* The pair's add (wait.c pair_arrive_and_wait) reads `phase` and then adds
+/* The pair's add (arrive_wait.c pair_arrive_and_wait) reads `phase` and then adds
  * on the same line.  Where the other thread's next add has taken the line
  * back meanwhile (the carrier returns at once; the released thread only
  * once it has seen the release), the read fetches it shared and the add

@@ -249,7 +249,7 @@ void abar__publish(struct abar_impl *b, uint64_t p, bool parked)
 {
     const bool pshared = b->flags & ABAR_PSHARED;
     struct abar__release *r = rel(b);
-    /* The hint block() reads: written only when it changes (it shares the
+    /* The hint abar__block reads: written only when it changes (it shares the
      * line every call reads).  relaxed: a hint, ordered with nothing. */
     if (atomic_load_explicit(&b->slept, memory_order_relaxed) != parked)
         atomic_store_explicit(&b->slept, parked, memory_order_relaxed);

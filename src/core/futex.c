@@ -61,7 +61,7 @@ uint64_t abar__spin_ns(void)
 #define ABAR__SPIN_MAX_NS 800000u
 #define ABAR__SPIN_SHIFT_MAX 4u
 
-/* The budget block() spins before parking: the base (ABAR_SPIN_NS, or
+/* The budget abar__block spins before parking: the base (ABAR_SPIN_NS, or
  * `factor` times it right after a release that woke sleepers) doubled
  * spin_shift times, and at least the recent wake-up time, but never
  * past ABAR__SPIN_MAX_NS by the doubling or the wake-ups. */
@@ -90,7 +90,7 @@ uint64_t abar__spin_lean(const struct abar_impl *b)
     return w < base ? w : base;
 }
 
-/* A waiter is about to set PARKED (block()).  A barrier told to park at
+/* A waiter is about to set PARKED (abar__block).  A barrier told to park at
  * once has no budget to adapt: nothing to note (nor to learn below). */
 void abar__spin_parking(struct abar_impl *b)
 {
@@ -112,7 +112,7 @@ void abar__spin_learn(struct abar_impl *b)
     atomic_store_explicit(&b->woke_at, now, memory_order_relaxed);
 }
 
-/* A sleeper is back from FUTEX_WAIT, woken (block()): how long since the
+/* A sleeper is back from FUTEX_WAIT, woken (abar__block): how long since the
  * completer woke it.  wake_ns follows a slower wake-up at once and a faster
  * one by an eighth of the difference, so one fast wake does not undo what
  * a run of slow ones showed.  A wake by a cancel or a spurious return,

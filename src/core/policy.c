@@ -300,7 +300,7 @@ ABAR__TLS unsigned abar__lean_waits;
 
 void abar__spin_lean_sample(const void *b, uint64_t raw)
 {
-    /* a waiter told to spin has no policy to judge (block()'s `adapts`;
+    /* a waiter told to spin has no policy to judge (abar__block's `adapts`;
      * the callers leave out those told to park) */
     if (((const struct abar_impl *)b)->flags & ABAR_WAIT_SPIN) return;
     abar__spin_phase(b, raw, abar__park_soon());

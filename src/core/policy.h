@@ -73,14 +73,14 @@ static inline bool abar__park_soon(void)
 enum { ABAR__T_SIGNS, ABAR__T_UNHEARD, ABAR__T_STRETCHES, ABAR__T_EARLY, ABAR__T_UNPAID, ABAR__T_N };
 void abar__policy_tally(uint64_t out[ABAR__T_N]);
 
-/* A spinner saw its clock jump by `gap` ns at `now` (block()). */
+/* A spinner saw its clock jump by `gap` ns at `now` (abar__block). */
 void abar__spin_gap(uint64_t now, uint64_t gap);
 
 /* A sleeper is back from FUTEX_WAIT at `now`, having parked at `parked`,
- * woken by the completer's wake noted at `woke` (block()). */
+ * woken by the completer's wake noted at `woke` (abar__block). */
 void abar__spin_slept(uint64_t parked, uint64_t woke, uint64_t now);
 
-/* A wait of phase `raw` of barrier `b` outlived the first spin (block());
+/* A wait of phase `raw` of barrier `b` outlived the first spin (abar__block);
  * `soon`: it parks soon (a stretch is on). */
 void abar__spin_phase(const void *b, uint64_t raw, bool soon);
 
@@ -89,7 +89,7 @@ void abar__spin_phase(const void *b, uint64_t raw, bool soon);
  * is the thread's; the branch is taken once in 64 waits. */
 extern ABAR__TLS unsigned abar__lean_waits;
 void abar__spin_lean_sample(const void *b, uint64_t raw);
-/* Returns true, for wait.c lean_spin's expression. */
+/* Returns true, for wait.h lean_spin's expression. */
 static inline bool abar__spin_lean_waited(const void *b, uint64_t raw)
 {
     if (__builtin_expect(++abar__lean_waits % ABAR__LEAN_EVERY == 0, 0)) abar__spin_lean_sample(b, raw);

@@ -1,12 +1,14 @@
-/* wait.c - waiting for a phase: check, spin, park; and the calls built on it. */
-#include "abar_internal.h"
-#include "policy.h"
+/* wait.c - waiting for a phase: the token judged, then spin and park
+ * (abar__block); abar_wait, abar_test, abar_wait_until.  arrive_wait.c has
+ * abar_arrive_and_wait. */
+#include "wait.h"
 
 #include <errno.h>
 #include <sched.h>
 
 enum { WAIT_BLOCK, WAIT_TEST };
 enum { OPEN = -1 }; /* judge: the token's phase is the open one (EBUSY, may park) */
+enum { PARK = -2 }; /* spin: its time is up, park */
 
 /* What token t means against a snapshot (cur completed phases, state s):
  * 0 its phase is complete, EBUSY not yet (its release is being published),
@@ -35,59 +37,20 @@ static inline int look(struct abar_impl *b, abar_token_t t, uint64_t *sp)
 static inline bool pending_result(int r) { return r == EBUSY || r == OPEN; }
 
 /* How many times the usual spin budget a waiter spins after a release
- * that woke sleepers (block()): 250 µs by default, so a thread that waits
+ * that woke sleepers (abar__block): 250 µs by default, so a thread that waits
  * 10 ms for a late arrival still burns well under 1 ms. */
 #define ABAR__SLEPT_SPIN_FACTOR 5u
 
-/* Rounds of the first, lean spin (block()). */
-#define ABAR__FIRST_POLLS 128u
-
 /* How long a waiter keeps spinning, at most, while the sleepers of the last
- * phase are still coming back from FUTEX_WAIT (block()): longer than a
+ * phase are still coming back from FUTEX_WAIT (abar__block): longer than a
  * busy host takes to run a halted vCPU again (milliseconds; with 2 ms,
  * wake-ups slower than that kept a barrier parked for good: docs/lab/steal.md),
  * and still a bound if a woken sleeper never comes back (its process
  * stopped). */
 #define ABAR__WAKING_SPIN_NS 20000000u
 /* Past its budget, an oversubscribed waiter parks after its turns or this
- * long (block()): futex.c's longest budget. */
+ * long (abar__block): futex.c's longest budget. */
 #define ABAR__TURNS_NS 800000u
-
-/* Whether phase t.raw has been released.  acquire: pairs with the
- * completer's release store of phase. */
-static inline bool released(const struct abar__release *rw, abar_token_t t)
-{
-    return atomic_load_explicit(&rw->phase, memory_order_acquire) > t.raw;
-}
-
-/* When the barrier expects more threads than there are CPUs, spinning
- * would steal the CPU from the threads we wait for. */
-static inline bool oversubscribed_by(const struct abar_impl *b)
-{
-    return atomic_load_explicit(&b->expected, memory_order_relaxed) > abar__ncpu_fast();
-}
-
-/* Most waits end within a few hundred rounds: poll the release alone first,
- * with nothing else between seeing it and returning (a cancel is seen by
- * block()'s loop, at most this many rounds later).  Not for timed waits
- * (their deadline is checked from the first round), waiters told to park,
- * or an oversubscribed barrier.  True if the phase was released; one such
- * wait in 64 is a sample of how fast phases go (policy.c).  first_polls is
- * its rounds alone (pair_arrive_and_wait has made the checks). */
-static inline bool first_polls(const struct abar__release *rw, abar_token_t t)
-{
-    for (unsigned i = 0; i < ABAR__FIRST_POLLS; i++) {
-        if (released(rw, t)) return true;
-        abar__pause();
-    }
-    return false;
-}
-static inline bool lean_spin(const struct abar_impl *b, abar_token_t t)
-{
-    if ((b->flags & ABAR_WAIT_PARK) || oversubscribed_by(b)) return false;
-    return first_polls(rel((struct abar_impl *)b), t) && abar__spin_lean_waited(b, t.raw) &&
-           abar__prefetch_next_arrival(b);
-}
 
 /* An absolute CLOCK_MONOTONIC deadline in ns: a time before the epoch is
  * past (0), one beyond 2^64 - 1 ns (year 2554) never comes. */
@@ -98,18 +61,16 @@ static inline uint64_t deadline_ns(const struct timespec *ts)
     return (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
 }
 
-/* Blocks until phase t.raw completes (registered in `inside` by the caller),
- * after lean_spin unless `leaned` (the caller ran it) or timed. */
-static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abstime, bool leaned)
+/* Spins for phase t.raw, bounded in time, unless told to park at once
+ * (then or when its time is up: PARK); oversubscribed, each round yields
+ * the CPU.  Returns 0 (released), the error a look found, ETIMEDOUT at the
+ * deadline (ns, UINT64_MAX: none), or PARK. */
+static int spin(struct abar_impl *b, abar_token_t t, uint64_t deadline)
 {
-    const bool pshared = b->flags & ABAR_PSHARED;
     struct abar__release *rw = rel(b);
     uint64_t s;
     int r;
 
-    if (!leaned && abstime == NULL && lean_spin(b, t)) return 0;
-    /* Spin (bounded in time), unless told to park at once.  Oversubscribed,
-     * each round yields the CPU. */
     bool oversubscribed = oversubscribed_by(b);
     /* After a release that woke sleepers, spin longer: the woken threads
      * come back one by one (a sleeping vCPU can take tens of µs to run
@@ -132,7 +93,6 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
      * three RMWs of shared lines: docs/lab/steal.md). */
     if (adapts && oversubscribed) abar__spin_lean_waited(b, t.raw);
     else if (adapts) abar__spin_phase(b, t.raw, soon);
-    const uint64_t deadline = abstime ? deadline_ns(abstime) : UINT64_MAX;
     uint64_t t0 = 0; /* read lazily: most waits end before the first clock read */
     uint64_t t1 = 0; /* when the budget started: t0, or when the last sleeper was seen */
     uint64_t seen = 0; /* the last clock read */
@@ -180,22 +140,32 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
             if (now - t1 >= budget &&
                 (!oversubscribed || soon || now - t1 >= ABAR__TURNS_NS ||
                  i >= 4 * atomic_load_explicit(&b->expected, memory_order_relaxed))) {
-                if (!(b->flags & ABAR_WAIT_SPIN)) break;
+                if (!(b->flags & ABAR_WAIT_SPIN)) return PARK;
                 /* A spinner past its budget never parks, but lets the CPU go
                  * each round: the thread it waits for may need it. */
                 oversubscribed = true;
             }
         }
     }
+    return PARK;
+}
 
-    /* Park: set PARKED while our phase is the open one, then sleep on the
-     * futex word, which the completer (and abar_cancel) change before they
-     * wake.  A phase whose release is being published is only a moment
-     * from done: yield instead of parking (its completer may have passed
-     * the point where it would see PARKED).  So is a cancelled barrier that
-     * judge() did not call cancelled: its phase looked complete, either truly
-     * (a completer will release it) or for a moment (refused arrivals not
-     * yet undone; no one would wake us). */
+/* Parks until phase t.raw completes: set PARKED while our phase is the
+ * open one, then sleep on the futex word, which the completer (and
+ * abar_cancel) change before they wake.  A phase whose release is being
+ * published is only a moment from done: yield instead of parking (its
+ * completer may have passed the point where it would see PARKED).  So is a
+ * cancelled barrier that judge() did not call cancelled: its phase looked
+ * complete, either truly (a completer will release it) or for a moment
+ * (refused arrivals not yet undone; no one would wake us).  Returns as
+ * spin does, never PARK. */
+static int park(struct abar_impl *b, abar_token_t t, const struct timespec *abstime, uint64_t deadline)
+{
+    const bool pshared = b->flags & ABAR_PSHARED;
+    struct abar__release *rw = rel(b);
+    uint64_t s;
+    int r;
+
     for (;;) {
         /* The futex word before the look: a completer that sees our PARKED,
          * or a cancel, changes it before waking, so the sleep below returns
@@ -234,12 +204,21 @@ static int block(struct abar_impl *b, abar_token_t t, const struct timespec *abs
     }
 }
 
+/* abar__block (wait.h): the first spin, the spin, the park. */
+int abar__block(struct abar_impl *b, abar_token_t t, const struct timespec *abstime, bool leaned)
+{
+    if (!leaned && abstime == NULL && lean_spin(b, t)) return 0;
+    const uint64_t deadline = abstime ? deadline_ns(abstime) : UINT64_MAX;
+    const int r = spin(b, t, deadline);
+    return r == PARK ? park(b, t, abstime, deadline) : r;
+}
+
 /* Registers as a blocked waiter, waits, and leaves. */
 static int wait_registered(struct abar_impl *b, abar_token_t t, const struct timespec *abstime)
 {
     bool counted;
     if (!abar__enter(b, &counted)) return EINVAL; /* destroyed: never sleep on it */
-    int r = block(b, t, abstime, false);
+    int r = abar__block(b, t, abstime, false);
     abar__leave(b, counted);
     return r;
 }
@@ -261,13 +240,13 @@ static int wait_common(abar_t *b, abar_token_t t, const struct timespec *abstime
     }
     /* Rare: inside a completion (look for EDEADLK first), or a token past
      * the published phase (forged, of a phase no arrival has reached:
-     * EINVAL at once, not after block()'s first spin; or of the phase after
+     * EINVAL at once, not after abar__block's first spin; or of the phase after
      * one being published: the look says pending). */
     if (abar__completing || t.raw > done) {
         int r = look(bi, t, &s);
         if (!pending_result(r)) return r;
     }
-    /* block() judges the token again on its looks (cancelled...). */
+    /* abar__block judges the token again on its looks (cancelled...). */
     return wait_registered(bi, t, abstime);
 }
 
@@ -280,131 +259,3 @@ int abar_wait_until(abar_t *b, abar_token_t t, const struct timespec *abstime)
     if (abstime == NULL || abstime->tv_nsec < 0 || abstime->tv_nsec > 999999999) return EINVAL;
     return wait_common(b, t, abstime, WAIT_BLOCK);
 }
-
-/* The rest of pair_arrive_and_wait's wait, out of line: block() from where
- * the first spin left off, then the slot back. */
-static __attribute__((noinline)) int pair_block(struct abar_impl *bi, abar_token_t t,
-                                                struct abar__hazard *h, unsigned d)
-{
-    const int r = block(bi, t, NULL, true);
-    slot_pop(h, d);
-    return r;
-}
-
-/* pair_arrive_and_wait's arrival when it was neither of the two usual ones
- * (abar__ticket_slow decides), and the wait, out of line, as in
- * arrive_and_wait. */
-static __attribute__((noinline)) int pair_slow(struct abar_impl *bi, uint64_t before, uint64_t s,
-                                               struct abar__hazard *h, unsigned d, bool *lastp)
-{
-    bool last = false; /* abar__ticket_slow says only when it completed the phase */
-    const abar_token_t t = abar__ticket_slow(bi, before, s, bi->ident, &last);
-    if (lastp) *lastp = last;
-    int r;
-    if (t.id == 0) r = abar__token_err(t);
-    else if (last || released(rel(bi), t) || lean_spin(bi, t)) r = 0;
-    else r = block(bi, t, NULL, true);
-    slot_pop(h, d);
-    return r;
-}
-
-static int arrive_and_wait_general(abar_t *b, bool *last);
-
-/* abar_arrive_and_wait on a private pair without a completion function
- * (ABAR__TICKET): the T = 2 critical path, from a waiter seeing its
- * release to its next add (docs/lab/where-time-goes.md), with no call and no frame in
- * its usual course: the hazard slot (as abar__enter), the pair's add, the
- * first spin, the slot cleared (as abar__leave); a barrier of one took
- * abar__one_carry's CAS before (arrive_and_wait_any).  Every other course is a tail call: the general path, having
- * touched nothing, where there is no hazard record yet or its slots are
- * full, waiters are told to park, the machine is oversubscribed (or not
- * yet counted), or a destroy has marked the barrier.  `last`, if not NULL,
- * says whether this thread's arrival completed the phase. */
-static inline __attribute__((always_inline)) int pair_arrive_and_wait(abar_t *b, struct abar_impl *bi,
-                                                                      bool *last)
-{
-    struct abar__hazard *const h = abar__hazard_self;
-    /* relaxed: written at init, and by a completer when drops change it */
-    if (h == NULL || h->depth >= ABAR__HAZARD_DEPTH || (bi->flags & ABAR_WAIT_PARK) ||
-        atomic_load_explicit(&bi->expected, memory_order_relaxed) >
-            atomic_load_explicit(&abar__ncpu_cache, memory_order_relaxed))
-        return arrive_and_wait_general(b, last);
-    const unsigned d = slot_push(h, bi);
-    if (atomic_load(&bi->inside) & ABAR__INSIDE_DEAD) { /* as abar__enter: seq_cst */
-        slot_pop(h, d);
-        return arrive_and_wait_general(b, last); /* it waits for the destroy's verdict */
-    }
-    uint64_t before, s;
-    abar__prefetch_pair_add(bi);
-    const int k = abar__ticket_add(bi, &before, &s);
-    if (last) *last = k == ABAR__TICKET_CARRIED;
-    if (k == ABAR__TICKET_FIRST) {
-        /* lean_spin's rounds on the pair's release word, looked at first (the
-         * release may have come while we added) */
-        const abar_token_t t = tok_make(abar__ticket_first_phase(bi, before, s), bi->ident);
-        if (!first_polls(&bi->pair, t)) return pair_block(bi, t, h, d);
-        abar__spin_lean_waited(bi, t.raw);
-        slot_pop(h, d);
-        return 0;
-    }
-    if (k == ABAR__TICKET_OTHER) return pair_slow(bi, before, s, h, d, last);
-    slot_pop(h, d); /* we carried the phase: nothing to wait for */
-    return 0;
-}
-
-static inline __attribute__((always_inline)) int arrive_and_wait(abar_t *b, bool *last)
-{
-    struct abar_impl *bi = abar__live(b);
-    if (bi == NULL) return EINVAL;
-    /* Register before arriving: once our arrival is counted the phase can
-     * complete and a released thread may try to destroy the barrier; it must
-     * see us. */
-    /* From inside its own completion: an arrival there would be refused
-     * (the phase is completing), and the wait is the deadlock wait()
-     * reports (EDEADLK), so report that, counting nothing. */
-    if (__builtin_expect(abar__completing != NULL, 0) && abar__in_completion_of(bi)) return EDEADLK;
-    bool counted;
-    if (!abar__enter(bi, &counted)) return EINVAL;
-    /* A pair without a completion function: its arrival inline (the
-     * critical path at T = 2 runs from a waiter seeing its release to its
-     * next arrival).  abar_arrive_and_wait takes pair_arrive_and_wait for
-     * these; this is for the cases it leaves here. */
-    abar_token_t t = bi->flags & ABAR__TICKET ? abar__ticket_arrive(bi, last) : abar__arrive1(bi, last);
-    int r;
-    if (t.id == 0) r = abar__token_err(t);
-    else if (*last) r = 0; /* we completed the phase: nothing to wait for */
-    /* released while we arrived (acquire: pairs with the completer's
-     * release store of phase), else spin and park */
-    else if (atomic_load_explicit(&rel(bi)->phase, memory_order_acquire) > t.raw) r = 0;
-    else if (lean_spin(bi, t)) r = 0; /* inline: its exit is on the critical path */
-    else r = block(bi, t, NULL, true);
-    abar__leave(bi, counted);
-    return r;
-}
-
-/* The general path of abar_arrive_and_wait, out of line, so that the
- * pair's path needs no frame (last may be NULL). */
-static __attribute__((noinline)) int arrive_and_wait_general(abar_t *b, bool *last)
-{
-    bool dummy;
-    return arrive_and_wait(b, last ? last : &dummy);
-}
-
-static inline __attribute__((always_inline)) int arrive_and_wait_any(abar_t *b, bool *last)
-{
-    struct abar_impl *bi = abar__live(b);
-    if (bi && (bi->flags & (ABAR__TICKET | ABAR_PSHARED)) == ABAR__TICKET) {
-        /* T = 1: one CAS, unregistered (a destroy that said 0 set FINISHED
-         * in `state` last, so the CAS fails after it), before the pair's
-         * hazard and policy loads.  relaxed: expected changes at init and
-         * by a completer when drops change it. */
-        if (atomic_load_explicit(&bi->expected, memory_order_relaxed) == 1 && abar__one_carry(bi)) {
-            if (last) *last = true;
-            return 0;
-        }
-        return pair_arrive_and_wait(b, bi, last);
-    }
-    return arrive_and_wait_general(b, last);
-}
-
-int abar_arrive_and_wait(abar_t *b) { return arrive_and_wait_any(b, NULL); }

@@ -92,7 +92,7 @@ static inline void await_pending(abar_t *b, uint32_t n)
 static inline bool tok_ok(abar_token_t t) { return abar_token_error(t) == 0; }
 
 /* A thread's first wait claims its hazard record (the general path); a
- * pair's own path (wait.c pair_arrive_and_wait) serves the waits after it.
+ * pair's own path (arrive_wait.c pair_arrive_and_wait) serves the waits after it.
  * A wait on a barrier of one, for a thread that must take that path. */
 static inline void claim_hazard_record(void)
 {

@@ -10,7 +10,7 @@ import sys
 path = sys.argv[1] + "/wait.c"
 s = open(path).read()
 reps = [
-    ("/* Blocks until phase t.raw completes",
+    ("/* Spins for phase t.raw, bounded in time",
      "static _Atomic unsigned interp_down;\n"
      "static void interp_step(int up)\n"
      "{\n"
@@ -18,7 +18,7 @@ reps = [
      "    if (up && d < 6) atomic_store_explicit(&interp_down, d + 1, memory_order_relaxed);\n"
      "    if (!up && d > 0) atomic_store_explicit(&interp_down, d - 1, memory_order_relaxed);\n"
      "}\n\n"
-     "/* Blocks until phase t.raw completes"),
+     "/* Spins for phase t.raw, bounded in time"),
     ("""                      : soon ? abar__spin_lean(b)
                              : abar__spin_budget(b, atomic_load_explicit(&b->slept, memory_order_relaxed)
                                                         ? ABAR__SLEPT_SPIN_FACTOR : 1);""",
@@ -27,8 +27,8 @@ reps = [
     ("        if (released(rw, t)) return 0;",
      "        if (released(rw, t)) { if (adapts) interp_step(0); return 0; }"),
     ("if (!soon && now - t0 < ABAR__WAKING_SPIN_NS &&", "if (0 && now - t0 < ABAR__WAKING_SPIN_NS &&"),
-    ("                if (!(b->flags & ABAR_WAIT_SPIN)) break;",
-     "                if (!(b->flags & ABAR_WAIT_SPIN)) { if (adapts) interp_step(1); break; }"),
+    ("                if (!(b->flags & ABAR_WAIT_SPIN)) return PARK;",
+     "                if (!(b->flags & ABAR_WAIT_SPIN)) { if (adapts) interp_step(1); return PARK; }"),
 ]
 for old, new in reps:
     if s.count(old) != 1:

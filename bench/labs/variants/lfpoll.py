@@ -10,5 +10,5 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from sub import sub  # noqa: E402
 
-sub(sys.argv[1] + "/wait.c", "        abar__pause();\n    }\n    return false;",
+sub(sys.argv[1] + "/wait.h", "        abar__pause();\n    }\n    return false;",
     "        __builtin_ia32_lfence();\n    }\n    return false;")
