@@ -6,7 +6,7 @@ halted while it slept, waits for its host to run it again.  Everything else
 is the core as it is.  Usage: slowwake.py CORE_SRC_DIR (the copy's src/core)"""
 import sys
 
-path = sys.argv[1] + "/futex.c"
+path = sys.argv[1] + "/os_futex.c"  # the Linux backend's FUTEX_WAIT
 s = open(path).read()
 old = """    int err = r == -1 ? errno : 0;
     errno = saved;"""
@@ -29,9 +29,9 @@ new = """    int err = r == -1 ? errno : 0;
             ;
     }
     errno = saved;"""
-assert old in s, "futex.c changed: update slowwake.py"
+assert old in s, "os_futex.c changed: update slowwake.py"
 s = s.replace(old, new, 1)
 if "#include <stdio.h>" not in s:
-    s = s.replace("#include <stdlib.h>", "#include <stdio.h>\n#include <stdlib.h>", 1)
+    s = s.replace("#include <errno.h>", "#include <errno.h>\n#include <stdio.h>\n#include <stdlib.h>", 1)
 open(path, "w").write(s)
-print("slowwake: futex.c patched")
+print("slowwake: os_futex.c patched")
