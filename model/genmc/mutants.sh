@@ -9,8 +9,9 @@
 #   mutants.sh [-l] [-m "rc11 imm"] [-C "CLIENT..."] [FILE:LINE...]
 #
 # -l lists the mutants only; -C runs only those clients, in that order.  Prints one line per mutant: where (file:line,
-# function), the order and its mutant, the client that killed it or
-# SURVIVED.  Exit 0 always (survivors are a finding to explain, in
+# function), the order and its mutant, the client that killed it,
+# SURVIVED, or ERROR where run.sh gave no verdict (no GenMC, a client that
+# did not compile): never counted a kill.  Exit 0 always (survivors are a finding to explain, in
 # docs/reliability.md, not a failure).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -33,7 +34,7 @@ trap 'rm -rf "$TMP"' EXIT
 # that edits to src/core during the run do not move the lines.
 cp -r "$ROOT/src/core" "$TMP/base"
 # The files core.h includes: the rest of src/core is the backend shim.h replaces.
-FILES="abar_internal.h arrive.c futex.c hazard.c lifecycle.c policy.c tree.c wait.c"
+FILES="abar_internal.h arrive.c arrive_wait.c futex.c hazard.c lifecycle.c policy.c tree.c wait.c wait.h"
 
 # One line per mutant: file line occurrence from to function
 # shellcheck disable=SC2086
@@ -89,8 +90,13 @@ while read -r f line k from to func; do
     verdict=SURVIVED
     for m in $MODELS; do
         # shellcheck disable=SC2086
-        if ! res=$(bash "$HERE/run.sh" -q -m "$m" -c "$TMP/core" $CLIENTS); then
+        res=$(bash "$HERE/run.sh" -q -m "$m" -c "$TMP/core" $CLIENTS)
+        rc=$?
+        if [ $rc -eq 1 ]; then
             verdict="killed: $(echo "$res" | head -1 | awk '{print $1, $2}') ($(echo "$res" | sed -n 2p | sed 's/^ *//' | cut -c1-60))"
+            break
+        elif [ $rc -ne 0 ]; then # no verdict: not a kill
+            verdict="ERROR (run.sh could not judge it, status $rc)"
             break
         fi
     done

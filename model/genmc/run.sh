@@ -28,8 +28,10 @@
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-GENMC=${GENMC:?set GENMC to the genmc binary (scripts/genmc.sh check does)}
-GENMC_INCLUDE=${GENMC_INCLUDE:?set GENMC_INCLUDE to its include folder}
+# Exit status: 0 every run passed, 1 a run failed (a verdict on the code),
+# 2 nothing could be judged (no GenMC, or a client did not compile).
+[ -n "${GENMC:-}" ] || { echo "run.sh: set GENMC to the genmc binary (scripts/genmc.sh check does)" >&2; exit 2; }
+[ -n "${GENMC_INCLUDE:-}" ] || { echo "run.sh: set GENMC_INCLUDE to its include folder" >&2; exit 2; }
 CLANG=${CLANG:-clang-15}
 OPT=${OPT:-opt-15}
 MODELS="rc11 imm"
@@ -92,6 +94,11 @@ while read -r name src knobs; do
         execs=$(sed -n 's/^Number of complete executions explored: *\([0-9]*\).*/\1/p' "$out" | tail -1)
         blocked=$(sed -n 's/^Number of blocked executions seen: *\([0-9]*\).*/\1/p' "$out" | tail -1)
         secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+        if [ ! -f "$ll" ]; then # the client did not compile: no verdict on the code
+            echo "$name: the client did not compile (with $CORE):" >&2
+            head -5 "$out" >&2
+            exit 2
+        fi
         # a run that completed no execution checked nothing: a failure
         if [ $rc -eq 0 ] && grep -q "No errors were detected" "$out" && [ "${execs:-0}" -gt 0 ]; then
             verdict=ok
