@@ -8,10 +8,11 @@
 #
 #   mutants.sh [-l] [-m "rc11 imm"] [-C "CLIENT..."] [FILE:LINE...]
 #
-# -l lists the mutants only; -C runs only those clients, in that order.  Prints one line per mutant: where (file:line,
-# function), the order and its mutant, the client that killed it,
-# SURVIVED, or ERROR where run.sh gave no verdict (no GenMC, a client that
-# did not compile): never counted a kill.  Exit 0 always (survivors are a finding to explain, in
+# -l lists the mutants only; -C runs only those clients, in that order.
+# Prints one line per mutant: where (file:line, function), the order and
+# its mutant, the client that killed it, SURVIVED, or ERROR where run.sh
+# gave no verdict (no GenMC, a client that did not compile), never counted
+# a kill.  Exit 0 always (survivors are a finding to explain, in
 # docs/reliability.md, not a failure).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)

@@ -29,7 +29,8 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 # Exit status: 0 every run passed, 1 a run failed (a verdict on the code),
-# 2 nothing could be judged (no GenMC, or a client did not compile).
+# 2 nothing could be judged (no GenMC; with -q, a client that did not
+# compile; without -q it is counted a failure, and the rest still run).
 [ -n "${GENMC:-}" ] || { echo "run.sh: set GENMC to the genmc binary (scripts/genmc.sh check does)" >&2; exit 2; }
 [ -n "${GENMC_INCLUDE:-}" ] || { echo "run.sh: set GENMC_INCLUDE to its include folder" >&2; exit 2; }
 CLANG=${CLANG:-clang-15}
@@ -94,7 +95,7 @@ while read -r name src knobs; do
         execs=$(sed -n 's/^Number of complete executions explored: *\([0-9]*\).*/\1/p' "$out" | tail -1)
         blocked=$(sed -n 's/^Number of blocked executions seen: *\([0-9]*\).*/\1/p' "$out" | tail -1)
         secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
-        if [ ! -f "$ll" ]; then # the client did not compile: no verdict on the code
+        if [ ! -f "$ll" ] && [ $QUIET = 1 ]; then # no verdict on the code (mutants.sh)
             echo "$name: the client did not compile (with $CORE):" >&2
             head -5 "$out" >&2
             exit 2
